@@ -1,0 +1,125 @@
+"""The latent space of MASP: z-vectors, the A-metric, user-relative progress and rewards.
+
+``z = [e_B; e_D; e_I; √α_ρ·ρ; √α_c·c; √α_v·v]`` with unit-normalized sentence embeddings e_*,
+``A = diag(1/(3d)·I_3d, 1, 1, 1)`` and ``‖x‖²_A = xᵀAx`` (MASP Eqs. 8, 11, 12).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from dialogue_gym.mind.bdi import BDI
+from dialogue_gym.mind.encoders import Encoder
+
+EPS_PROGRESS = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardWeights:
+    """Reward weights and the discount of MASP (defaults from the released code).
+
+    Attributes:
+        w_prog: Weight of the progress term Δs for both seats.
+        w_inf: Weight of the system's inference error ‖ẑ − z‖²_A.
+        w_rat: Weight of the user's rationality score q.
+        gamma: Discount for returns.
+    """
+
+    w_prog: float = 1.0
+    w_inf: float = 0.25
+    w_rat: float = 0.5
+    gamma: float = 0.97
+
+
+class LatentSpace:
+    """Encodes BDI records into z-vectors and measures them with the A-metric.
+
+    Args:
+        encoder: Sentence encoder for the three texts (unit rows of dimension d).
+        alpha_rho: Scalar weight α_ρ (pre-scaled into z as √α_ρ·ρ).
+        alpha_c: Scalar weight α_c.
+        alpha_v: Scalar weight α_v.
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        alpha_rho: float = 1.0,
+        alpha_c: float = 1.0,
+        alpha_v: float = 1.0,
+    ) -> None:
+        for name, alpha in (("alpha_rho", alpha_rho), ("alpha_c", alpha_c), ("alpha_v", alpha_v)):
+            if alpha < 0:
+                raise ValueError(f"{name} must be non-negative, got {alpha}")
+        self.encoder = encoder
+        self.d = encoder.dim
+        self._scale = np.sqrt(np.array([alpha_rho, alpha_c, alpha_v], dtype=np.float64))
+        # The diagonal of A: 1/(3d) on the 3d text coordinates, 1 on the three scalars.
+        self.a_diag = np.concatenate([np.full(3 * self.d, 1.0 / (3 * self.d)), np.ones(3)])
+
+    @property
+    def size(self) -> int:
+        """Length of a z-vector: 3d + 3."""
+        return 3 * self.d + 3
+
+    def encode(self, bdi: BDI) -> np.ndarray:
+        """Returns z for one record."""
+        return self.encode_batch([bdi])[0]
+
+    def encode_batch(self, records: Sequence[BDI]) -> np.ndarray:
+        """Returns the ``(n, 3d + 3)`` matrix of z-vectors, encoding all texts in one call."""
+        texts = [t for r in records for t in (r.belief, r.desire, r.intention)]
+        emb = np.asarray(self.encoder.encode(texts), dtype=np.float64).reshape(len(records), -1)
+        scalars = np.array(
+            [[r.receptivity, r.confidence, r.valence] for r in records], dtype=np.float64
+        ).reshape(len(records), 3)
+        return np.concatenate([emb, scalars * self._scale], axis=1)
+
+    def inner(self, x: np.ndarray, y: np.ndarray) -> float:
+        """The A-inner product xᵀAy."""
+        return float(np.dot(x * self.a_diag, y))
+
+    def sq_norm(self, x: np.ndarray) -> float:
+        """The squared A-norm ‖x‖²_A = xᵀAx."""
+        return self.inner(x, x)
+
+    def sq_dist(self, x: np.ndarray, y: np.ndarray) -> float:
+        """‖x − y‖²_A."""
+        return self.sq_norm(np.asarray(x) - np.asarray(y))
+
+    def progress(self, z_t: np.ndarray, z_0: np.ndarray, z_star: np.ndarray) -> float:
+        """User-relative progress s_t (MASP Eq. 13).
+
+        ``s_t = (z_t − z_0)ᵀA(z* − z_0) / ((z* − z_0)ᵀA(z* − z_0) + ε)`` with ε = 1e-6: 0 at the
+        user's own initial state, ≈1 at the target.
+        """
+        direction = z_star - z_0
+        return self.inner(z_t - z_0, direction) / (self.sq_norm(direction) + EPS_PROGRESS)
+
+
+def system_reward(
+    delta_s: float, weights: RewardWeights, inference_error: float | None = None
+) -> float:
+    """``r_S = w_prog·Δs − w_inf·‖ẑ − z‖²_A``; the second term only when an estimate exists."""
+    reward = weights.w_prog * delta_s
+    if inference_error is not None:
+        reward -= weights.w_inf * inference_error
+    return reward
+
+
+def user_reward(delta_s: float, q: int, weights: RewardWeights) -> float:
+    """``r_U = −w_prog·Δs + w_rat·q``."""
+    return -weights.w_prog * delta_s + weights.w_rat * q
+
+
+def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
+    """Returns ``G_t = Σ_k γ^k r_{t+k}`` for every step."""
+    out: list[float] = []
+    acc = 0.0
+    for reward in reversed(rewards):
+        acc = reward + gamma * acc
+        out.append(acc)
+    return out[::-1]

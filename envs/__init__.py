@@ -1,0 +1,1 @@
+"""Task cards shipped with dialogue_gym (data only)."""

@@ -3,7 +3,7 @@
 A card holds everything task-specific: roles and goal, the target BDI template, the success
 judge's label map and threshold, lexical cues, the system strategy set with realizer templates,
 the latent-concern library, user reply templates, persona styles and the ingredients of the
-project-written persona bank. Cards shipped with the package live in ``dialogue_gym.cards``
+project-written persona bank. Cards shipped with the package live in ``dialogue_gym.catalog``
 (the repository's ``envs/`` folder); users can load their own with a path.
 """
 
@@ -118,9 +118,9 @@ class SuccessJudgeSpec:
     question: str
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # identity hash: cards key per-card caches
 class TaskCard:
-    """Everything task-specific about one dialogue task."""
+    """Everything task-specific about one dialogue task (see the module docstring)."""
 
     id: str
     title: str
@@ -319,7 +319,7 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
 
 def builtin_cards() -> list[str]:
     """Names of the cards shipped with the package (file stems, e.g. ``"p4g"``)."""
-    root = resources.files("dialogue_gym.cards")
+    root = resources.files("dialogue_gym.catalog")
     return sorted(p.name[: -len(".toml")] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
@@ -334,11 +334,11 @@ def load_card(name_or_path: str | Path) -> TaskCard:
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.exists():
         return parse_card(tomllib.loads(path.read_text("utf-8")), source=str(path))
-    resource = resources.files("dialogue_gym.cards") / f"{str(name_or_path).lower()}.toml"
+    resource = resources.files("dialogue_gym.catalog") / f"{str(name_or_path).lower()}.toml"
     if not resource.is_file():
         raise FileNotFoundError(
             f"no task card {name_or_path!r}; shipped cards: {', '.join(builtin_cards())}"
         )
     return parse_card(
-        tomllib.loads(resource.read_text("utf-8")), source=f"dialogue_gym.cards/{resource.name}"
+        tomllib.loads(resource.read_text("utf-8")), source=f"dialogue_gym.catalog/{resource.name}"
     )

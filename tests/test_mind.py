@@ -20,10 +20,10 @@ class TinyEncoder:
 
     name = "tiny"
     dim = 2
-    table = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
 
     def encode(self, texts):
-        return np.array([self.table[t] for t in texts], dtype=np.float32)
+        table = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
+        return np.array([table[t] for t in texts], dtype=np.float32)
 
 
 def bdi(text: str, rho: float, c: float, v: float) -> BDI:
@@ -89,7 +89,9 @@ def test_bdi_validation():
     with pytest.raises(TypeError):
         BDI("b", "d", "i", math.nan, 0.5, 0.0)
     with pytest.raises(KeyError, match="valence"):
-        BDI.from_dict({"belief": "b", "desire": "d", "intention": "i", "receptivity": 1, "confidence": 1})
+        BDI.from_dict(
+            {"belief": "b", "desire": "d", "intention": "i", "receptivity": 1, "confidence": 1}
+        )
     record = BDI("b", "d", "i", 0.5, 0.5, 0.0)
     assert BDI.from_dict(record.to_dict()) == record
     assert "Belief: b" in record.render()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -74,7 +75,7 @@ class HashingEncoder:
         words = _TOKEN.findall(text.lower())
         feats = list(words)
         if self._ngrams >= 2:
-            feats += [f"{a} {b}" for a, b in zip(words, words[1:])]
+            feats += [f"{a} {b}" for a, b in itertools.pairwise(words)]
         return feats
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -125,7 +126,12 @@ class MiniLMEncoder:
             ) from exc
         self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
         self._batch_size = batch_size
-        self._dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        # sentence-transformers renamed the dimension getter; support both spellings.
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        self._dim = int(getter() or 384)
 
     @property
     def name(self) -> str:
@@ -182,7 +188,7 @@ class CachedEncoder:
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
         if missing:
-            for text, row in zip(missing, self.inner.encode(missing)):
+            for text, row in zip(missing, self.inner.encode(missing), strict=True):
                 self._cache[text] = row
             while len(self._cache) > self._max:
                 self._cache.popitem(last=False)

@@ -1,0 +1,91 @@
+"""Env throughput on P4G-hard versus raw MiniLM encoding of the same utterances.
+
+The env must add little beyond the one unavoidable encoding per system utterance. This script
+measures, side by side in one run:
+
+1. the system utterances of N seeded episodes of the ``scripted`` agent (recorded first);
+2. the env replaying exactly those actions (same seeds → same episodes) with a cold encoder
+   cache — exchanges per second of the env alone;
+3. raw sentence-transformers MiniLM encoding of the same utterances one at a time (what the env
+   must do at minimum) and batched;
+4. the ratio env / raw (target ≥ 0.5) and the process's peak RSS.
+
+Usage: ``python benchmarks/env_throughput.py [--episodes 100] [--env P4G-hard]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import dialogue_gym
+from dialogue_gym.agents import make_agent
+from dialogue_gym.mind.encoders import MiniLMEncoder
+
+
+def record_actions(env_id: str, episodes: int) -> list[list[str]]:
+    env = dialogue_gym.make(env_id)
+    agent = make_agent("scripted", card=env.card)
+    runs = []
+    for seed in range(episodes):
+        obs, _ = env.reset(seed=seed)
+        agent.reset(seed=seed)
+        actions: list[str] = []
+        while env.agents:
+            actions.append(agent.act(obs["system"]))
+            obs, *_ = env.step({"system": actions[-1]})
+        runs.append(actions)
+    return runs
+
+
+def replay(env_id: str, runs: list[list[str]]) -> tuple[float, int]:
+    env = dialogue_gym.make(env_id)
+    # A cold cache for the utterances: keep only what the env encodes at construction time.
+    env.encoder._cache.clear()
+    exchanges = 0
+    start = time.perf_counter()
+    for seed, actions in enumerate(runs):
+        env.reset(seed=seed)
+        for action in actions:
+            env.step({"system": action})
+            exchanges += 1
+    return time.perf_counter() - start, exchanges
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--env", default="P4G-hard")
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    runs = record_actions(args.env, args.episodes)
+    record_s = time.perf_counter() - t0
+    utterances = [a for run in runs for a in run]
+
+    env_s, exchanges = replay(args.env, runs)
+    raw = MiniLMEncoder()
+    raw.encode(["warm-up"])
+    start = time.perf_counter()
+    for text in utterances:
+        raw.encode([text])
+    raw_single_s = time.perf_counter() - start
+    start = time.perf_counter()
+    raw.encode(utterances)
+    raw_batch_s = time.perf_counter() - start
+
+    env_rate = exchanges / env_s
+    raw_rate = len(utterances) / raw_single_s
+    print(f"episodes: {args.episodes} of {args.env}, exchanges: {exchanges}")
+    print(f"scripted agent + env, end to end: {record_s:.1f} s")
+    print(f"env alone (cold cache):        {env_rate:8.1f} exchanges/s")
+    print(f"raw MiniLM, one at a time:     {raw_rate:8.1f} utterances/s")
+    print(f"raw MiniLM, batched:           {len(utterances) / raw_batch_s:8.1f} utterances/s")
+    print(f"ratio env / raw (one at a time): {env_rate / raw_rate:.2f}  (target >= 0.5)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS: {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""The ``dialogue-gym`` command line: ``list``, ``info``, ``eval`` and ``play``.
+
+Examples::
+
+    dialogue-gym list
+    dialogue-gym info P4G-hard
+    dialogue-gym eval P4G-soft P4G-hard --agent scripted --agent pushy --episodes 50
+    dialogue-gym play P4G-hard --seed 3
+
+Usage errors (an unknown env id or agent, bad arguments) print one line to stderr and exit
+with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from dialogue_gym import metrics
+from dialogue_gym.agents import AgentResolutionError, available_agents
+from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
+from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
+
+__all__ = ["main"]
+
+USAGE_ERRORS = (RegistryError, AgentResolutionError, FileNotFoundError, ValueError, TypeError)
+"""Exceptions reported as a one-line usage error (exit status 2)."""
+
+QUIT = "/quit"
+
+
+# -- argument types ----------------------------------------------------------------------------
+
+
+def _episodes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_EPISODES:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_EPISODES:,}, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dialogue-gym",
+        description="Proactive-dialogue environments with hidden user states.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("list", help="list the registered environments and agents")
+
+    info = commands.add_parser("info", help="describe one environment")
+    info.add_argument("env_id", metavar="ID")
+    info.add_argument(
+        "--encoder",
+        default="hashing",
+        help="encoder used to build the env for display (default: hashing; "
+        "nothing shown depends on it)",
+    )
+
+    ev = commands.add_parser("eval", help="evaluate agents on environments")
+    ev.add_argument("env_ids", metavar="ID", nargs="+")
+    ev.add_argument(
+        "--agent",
+        dest="agents",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="agent name, 'module:Class' or 'file.py:Class' (repeatable)",
+    )
+    ev.add_argument(
+        "--episodes",
+        type=_episodes,
+        default=100,
+        metavar="N",
+        help=f"episodes per agent and env, 1..{MAX_EPISODES:,} (default: 100)",
+    )
+    ev.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of episode 0")
+    ev.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="results directory; rerun with the same DIR to resume (default: runs/<timestamp>)",
+    )
+    ev.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+    play = commands.add_parser("play", help="play the system seat yourself in the terminal")
+    play.add_argument("env_id", metavar="ID")
+    play.add_argument("--seed", type=_seed, default=0, metavar="S")
+    play.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
+    return parser
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    print("Environments:", file=out)
+    pprint_registry(file=out)
+    agents = available_agents()
+    print("\nAgents:", file=out)
+    if not agents:
+        print("  (none registered: pip install -e ./agents)", file=out)
+    for name, target in sorted(agents.items()):
+        print(f"  {name:<24} {target}", file=out)
+    print("  (any 'module:Class' or 'path/to/file.py:Class' also works)", file=out)
+    return 0
+
+
+def _fmt_kwargs(kwargs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "(none)"
+
+
+def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
+    env_spec = spec(args.env_id)
+    env = make(env_spec.id, encoder=args.encoder)
+    base = getattr(env, "unwrapped", env)
+    card = base.card
+
+    def show(label: str, value: Any) -> None:
+        print(f"{label + ':':<21} {value}", file=out)
+
+    show("id", env_spec.id)
+    show("description", env_spec.description or "-")
+    show("kwargs", _fmt_kwargs(env_spec.kwargs))
+    show("task", f"{card.title} ({card.id})")
+    show("goal", card.goal)
+    show("roles", f"system={card.system_role}, user={card.user_role}")
+    show("strategies", ", ".join(card.strategy_names))
+    show("concerns", ", ".join(f"{c.id} ({c.facet})" for c in card.concerns))
+    t = card.target
+    show("target belief", t.belief)
+    show("target desire", t.desire)
+    show("target intention", t.intention)
+    show(
+        "target scalars",
+        f"receptivity={t.receptivity:.2f} confidence={t.confidence:.2f} valence={t.valence:+.2f}",
+    )
+    show("max exchanges", getattr(base, "max_exchanges", card.max_exchanges))
+    for seat in env.possible_agents:
+        show(f"action ({seat})", env.action_space(seat))
+    for seat in env.possible_agents:
+        show(f"observation ({seat})", env.observation_space(seat))
+    env.close()
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    run_dir = args.out
+    if run_dir is None:
+        run_dir = Path("runs") / _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    env_kwargs = {} if args.encoder is None else {"encoder": args.encoder}
+    result = evaluate(
+        args.agents,
+        args.env_ids,
+        episodes=args.episodes,
+        seed=args.seed,
+        out=run_dir,
+        env_kwargs=env_kwargs,
+        progress=not args.no_progress,
+    )
+    print(result.table(), file=out)
+    print(
+        f"\n95% percentile-bootstrap CIs over episodes ({metrics.N_BOOTSTRAP:,} resamples); "
+        f"RCSR uses tau_q={metrics.TAU_Q}.",
+        file=out,
+    )
+    print(f"Episodes: {run_dir / EPISODES_FILE}", file=out)
+    print(f"Summary:  {run_dir / SUMMARY_FILE}", file=out)
+    return 0
+
+
+def _read_turn(prompt: str, out: TextIO) -> str | None:
+    """Reads one system turn from ``sys.stdin``; ``None`` on EOF, Ctrl-C or ``/quit``."""
+    print(prompt, end="", file=out, flush=True)
+    try:
+        line = sys.stdin.readline()
+    except KeyboardInterrupt:
+        line = ""
+    if not line:
+        print(file=out)
+        return None
+    text = line.rstrip("\r\n")
+    if not sys.stdin.isatty():  # piped input: show what was "typed"
+        print(text, file=out)
+    return None if text.strip() == QUIT else text
+
+
+def _bdi_line(bdi: Mapping[str, Any]) -> str:
+    return (
+        f"ρ={bdi['receptivity']:.2f} c={bdi['confidence']:.2f} v={bdi['valence']:+.2f} | "
+        f"B: {bdi['belief']} | D: {bdi['desire']} | I: {bdi['intention']}"
+    )
+
+
+def _reveal(
+    base: Any,
+    initial: Mapping[str, Any] | None,
+    steps: Sequence[Mapping[str, Any]],
+    episode: Mapping[str, Any] | None,
+    out: TextIO,
+) -> None:
+    """Prints the hidden state of the episode that was just played."""
+    print("\n===== the hidden state =====", file=out)
+    user = getattr(base, "user", None)
+    persona = getattr(user, "persona", None)
+    if persona is not None:
+        print(
+            f"Persona {persona.id}: {persona.name}, {persona.age}, {persona.occupation}", file=out
+        )
+        print(f"  background: {persona.background}", file=out)
+        print(f"  style: {persona.style}", file=out)
+    privileged = user.privileged() if callable(getattr(user, "privileged", None)) else {}
+    if "preset" in privileged:
+        print(f"  user preset: {privileged['preset']}", file=out)
+    concerns = privileged.get("concerns", {})
+    if concerns:
+        print("Latent concerns:", file=out)
+        for cid, c in concerns.items():
+            print(
+                f"  {cid:<20} {c['status']:<20} progress {c['progress']}/{c['needed']}  "
+                f"strength {c['strength']:.2f}  voiced={c['voiced']}",
+                file=out,
+            )
+    if "willingness" in privileged:
+        trajectory = [
+            f"{s['privileged']['willingness']:.2f}"
+            for s in steps
+            if "willingness" in s.get("privileged", {})
+        ]
+        print(
+            f"Willingness: {privileged['willingness']:.2f}  (per exchange: "
+            f"{' '.join(trajectory) or '-'}; decision: {privileged.get('decision')})",
+            file=out,
+        )
+    bdis = [s["privileged"]["bdi"] for s in steps if "bdi" in s.get("privileged", {})]
+    print("BDI trajectory:", file=out)
+    if initial is not None:
+        print(f"  t=0  {_bdi_line(initial)}", file=out)
+    for t, bdi in enumerate(bdis, start=1):
+        print(f"  t={t:<2} {_bdi_line(bdi)}", file=out)
+
+    qs = [int(s["q"]) for s in steps if "q" in s]
+    T = int(getattr(base, "max_exchanges", metrics.DEFAULT_T))
+    if episode is None:
+        episode = {"success": False, "success_turn": None, "q": qs}
+    turn = episode.get("success_turn")
+    print("SR/RCSR inputs:", file=out)
+    print(f"  success: {bool(episode.get('success'))}  success turn: {turn}", file=out)
+    print(f"  q per exchange: {qs}", file=out)
+    print(f"  s per exchange: {[round(float(s['s']), 3) for s in steps if 's' in s]}", file=out)
+    print(f"  labels: {[s['success_label'] for s in steps if 'success_label' in s]}", file=out)
+    if turn:
+        mean_q = sum(qs[:turn]) / turn
+        rc = metrics.rc_success_within(episode, T)
+        print(
+            f"  mean q up to the success turn: {mean_q:.2f} (tau_q={metrics.TAU_Q}) -> "
+            f"{'rational' if rc else 'NOT rational'} success (counts for RCSR@{T}: {rc})",
+            file=out,
+        )
+
+
+def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
+    kwargs: dict[str, Any] = {"privileged": True}
+    if args.encoder is not None:
+        kwargs["encoder"] = args.encoder
+    env = make(args.env_id, **kwargs)
+    base = getattr(env, "unwrapped", env)
+    card = base.card
+    T = int(getattr(base, "max_exchanges", card.max_exchanges))
+    observations, _ = env.reset(seed=args.seed)
+    state = getattr(getattr(base, "user", None), "state", None)
+    initial = state.to_dict() if hasattr(state, "to_dict") else None
+    env_id = env.spec.id if getattr(env, "spec", None) else args.env_id
+    print(f"{env_id}  (seed {args.seed})", file=out)
+    print(f"You are the {card.system_role}; the user is a {card.user_role}.", file=out)
+    print(f"Goal: {observations['system']['goal']}", file=out)
+    print(f"Up to {T} exchanges. Type {QUIT} or press Ctrl-D to stop.\n", file=out)
+    steps: list[dict[str, Any]] = []
+    episode: Mapping[str, Any] | None = None
+    while episode is None:
+        text = _read_turn(f"[{base.exchange + 1}/{T}] you> ", out)
+        if text is None:
+            print("(stopped early)", file=out)
+            break
+        _, _, terminated, truncated, infos = env.step({"system": text})
+        info = infos["system"]
+        steps.append(info)
+        print(f"[{base.exchange}/{T}] user> {base.history[-1][1]}", file=out)
+        if terminated["system"] or truncated["system"]:
+            episode = info["episode"]
+            outcome = "success" if episode["success"] else "no success"
+            print(f"\nEpisode over after {episode['turns']} exchanges: {outcome}.", file=out)
+    _reveal(base, initial, steps, episode, out)
+    env.close()
+    return 0
+
+
+_COMMANDS = {"list": _cmd_list, "info": _cmd_info, "eval": _cmd_eval, "play": _cmd_play}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line.
+
+    Args:
+        argv: Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 on a usage error.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its message
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return _COMMANDS[args.command](args, sys.stdout)
+    except USAGE_ERRORS as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"dialogue-gym {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

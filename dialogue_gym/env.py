@@ -1,0 +1,436 @@
+"""The dialogue environment: a PettingZoo ``ParallelEnv`` with a system and a user seat.
+
+Seats are filled either by an external agent (whoever calls :meth:`DialogueEnv.step`) or by an
+internal policy (the user simulator, a given system policy). One ``step()`` advances the
+dialogue until the next external seat must speak: with only the system external (the default)
+one step is one exchange (system utterance → user reply → judges); with both seats external
+(self-play) one step is one utterance and ``observation["to_speak"]`` says whose turn it is.
+
+Rewards are paid when an exchange completes (MASP Eq. 15 and the user's counterpart):
+``r_S = w_prog·Δs − w_inf·‖ẑ − z‖²_A`` (second term only with an estimate) and
+``r_U = −w_prog·Δs + w_rat·q``; a step that completes no exchange pays 0.
+
+Actions of a seat that is not to speak are ignored (recorded in ``infos[seat]["ignored"]``).
+The speaking seat's action must be a ``str`` (the system may pass
+``{"utterance": str, "estimate": BDI | Mapping | vector}``). Empty text is allowed and the user
+reacts to it as silence; text longer than ``max_utterance_chars`` is truncated and lone
+surrogates are replaced, both flagged in ``infos[seat]["fallbacks"]``. ``step`` after the
+episode ended raises ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
+from dialogue_gym.judges.embedded import StateRationalityJudge, StateSuccessJudge
+from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
+from dialogue_gym.mind.bdi import BDI
+from dialogue_gym.mind.encoders import Encoder, make_encoder
+from dialogue_gym.mind.latent import LatentSpace, RewardWeights, system_reward, user_reward
+from dialogue_gym.spaces import Utterance
+from dialogue_gym.users.base import UserSimulator, UserTurn
+from dialogue_gym.users.cognitive import CognitiveUser, UserPreset
+
+SYSTEM, USER = "system", "user"
+SEATS = (SYSTEM, USER)
+SPEAKER_ID = {SYSTEM: 0, USER: 1}
+
+Policy = Any  # any object with ``act(observation) -> action`` (see dialogue_gym.agents)
+
+
+class DialogueEnv(ParallelEnv):
+    """A proactive-dialogue episode between a system and a user with a hidden BDI state.
+
+    Args:
+        card: Task card name (``"p4g"``), path, or a loaded :class:`TaskCard`.
+        user: User preset name (``"soft"``/``"hard"``), a :class:`UserPreset`, or a ready
+            :class:`UserSimulator`.
+        encoder: Encoder name (``"minilm"``, ``"hashing"``) or object, shared by the latent
+            space and the embedded user.
+        external: The seats driven by the caller of ``step``: ``("system",)`` (default),
+            ``("system", "user")`` (self-play) or ``("user",)``.
+        system_policy: Policy filling the system seat when it is not external.
+        max_exchanges: Exchange budget T (default: the card's, 8).
+        weights: Reward weights (w_prog, w_inf, w_rat, γ).
+        alphas: Scalar weights (α_ρ, α_c, α_v) of the latent space.
+        privileged: Put the teacher state and simulator internals in ``infos[...]["privileged"]``.
+        student: Student mentalizer whose estimate ẑ the system observes (rendered as text)
+            and which enters r_S's inference term.
+        teacher: Reward-side mentalizer (default: the oracle reading the simulator).
+        success_judge: Success judge (default: the embedded state judge).
+        rationality_judge: Rationality judge (default: the embedded state judge).
+        max_utterance_chars: Longer actions are truncated (flagged).
+        render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints).
+        env_id: Registry id, stamped into infos.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "dialogue_gym_v0",
+        "render_modes": ["ansi", "human"],
+    }
+
+    def __init__(
+        self,
+        card: str | TaskCard = "p4g",
+        user: str | UserPreset | UserSimulator = "hard",
+        encoder: str | Encoder = "minilm",
+        external: Sequence[str] = (SYSTEM,),
+        system_policy: Policy | None = None,
+        max_exchanges: int | None = None,
+        weights: RewardWeights | Mapping[str, float] | None = None,
+        alphas: Sequence[float] = (1.0, 1.0, 1.0),
+        privileged: bool = False,
+        student: Student | None = None,
+        teacher: Teacher | None = None,
+        success_judge: SuccessJudge | Callable[[TaskCard], SuccessJudge] | None = None,
+        rationality_judge: RationalityJudge | Callable[[TaskCard], RationalityJudge] | None = None,
+        max_utterance_chars: int = 2000,
+        render_mode: str | None = None,
+        env_id: str | None = None,
+    ) -> None:
+        self.card = card if isinstance(card, TaskCard) else load_card(card)
+        external = tuple(external)
+        if not external or any(seat not in SEATS for seat in external):
+            raise ValueError(f"external must be a non-empty subset of {SEATS}, got {external!r}")
+        if SYSTEM not in external and system_policy is None:
+            raise ValueError("the system seat is internal: pass system_policy=<agent with act()>")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if max_utterance_chars < 1:
+            raise ValueError("max_utterance_chars must be positive")
+        self.external = external
+        self.system_policy = system_policy
+        self.max_exchanges = int(max_exchanges or self.card.max_exchanges)
+        if self.max_exchanges < 1:
+            raise ValueError(f"max_exchanges must be >= 1, got {max_exchanges}")
+        if weights is None:
+            weights = RewardWeights()
+        elif isinstance(weights, Mapping):
+            weights = RewardWeights(**weights)
+        self.weights = weights
+        self.encoder = make_encoder(encoder)
+        self.latent = LatentSpace(self.encoder, *alphas)
+        if isinstance(user, (str, UserPreset)):
+            user = CognitiveUser(self.card, self.encoder, preset=user)
+        self.user = user
+        self.privileged = privileged
+        self.student = student
+        self.teacher = teacher or OracleTeacher()
+        self.success_judge = _build(success_judge, self.card, StateSuccessJudge)
+        self.rationality_judge = _build(rationality_judge, self.card, StateRationalityJudge)
+        self.max_utterance_chars = max_utterance_chars
+        self.render_mode = render_mode
+        self.env_id = env_id or f"{self.card.id}-custom"
+        self.possible_agents = list(SEATS)
+        self.agents: list[str] = []
+        self._z_star = self.latent.encode(self.card.target)
+        self._action_space = Utterance(max_length=max_utterance_chars)
+        text = Utterance(max_length=100_000)
+        common = {
+            "role": spaces.Discrete(2),
+            "to_speak": spaces.Discrete(2),
+            "exchange": spaces.Discrete(self.max_exchanges + 1),
+            "goal": text,
+            "history": spaces.Sequence(
+                spaces.Dict({"speaker": spaces.Discrete(2), "text": text}), stack=False
+            ),
+        }
+        self._observation_spaces = {
+            SYSTEM: spaces.Dict({**common, "estimate": text}),
+            USER: spaces.Dict({**common, "state": text, "profile": text}),
+        }
+        self._rng = np.random.default_rng()
+        self._done = True
+        self._reset_state()
+
+    # -- PettingZoo API ------------------------------------------------------------------------
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The Dict observation space of ``agent`` (always the same object, as PettingZoo asks)."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """An :class:`~dialogue_gym.spaces.Utterance` text space for both seats."""
+        return self._action_space
+
+    def _reset_state(self) -> None:
+        self.history: list[tuple[str, str]] = []
+        self.exchange = 0
+        self.turn = SYSTEM
+        self._pending_estimate: Any = None
+        self._s = 0.0
+        self._trace: dict[str, list[Any]] = {
+            "q": [],
+            "s": [],
+            "labels": [],
+            "scores": [],
+            "r_system": [],
+            "r_user": [],
+        }
+        self._success_turn: int | None = None
+        self._fallback_count = 0
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Starts an episode; the same seed gives the same persona, transcript and rewards."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._reset_state()
+        self.agents = list(self.possible_agents)
+        self._done = False
+        self._z0_bdi = self.user.reset(self._rng)
+        self._z0 = self.latent.encode(self._z0_bdi)
+        self._z = self._z0
+        if self.system_policy is not None and hasattr(self.system_policy, "reset"):
+            self.system_policy.reset(seed=int(self._rng.integers(2**31)))
+        infos: dict[str, dict[str, Any]] = {a: self._base_info(a) for a in self.agents}
+        if SYSTEM not in self.external:
+            self._internal_system_turn(infos)
+        return self._observe_all(), infos
+
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]]:
+        """Applies the speaking seat's action and runs internal seats until an external one.
+
+        Raises:
+            RuntimeError: The episode is over (call ``reset``).
+            KeyError: No action for the seat that must speak, or an unknown seat.
+            TypeError: The action is not text (or a system ``{"utterance", "estimate"}`` dict).
+        """
+        if self._done:
+            raise RuntimeError("the episode is over: call reset() before step()")
+        if not isinstance(actions, Mapping):
+            raise TypeError(
+                f"actions must be a dict {{seat: action}}, got {type(actions).__name__}"
+            )
+        speaker = self.turn
+        if speaker not in actions:
+            raise KeyError(f"it is the {speaker!r} seat's turn: actions must include {speaker!r}")
+        unknown = set(actions) - set(self.possible_agents)
+        if unknown:
+            raise KeyError(f"unknown seats {sorted(unknown)}; seats are {self.possible_agents}")
+        infos = {a: self._base_info(a) for a in self.possible_agents}
+        for seat in actions:
+            if seat != speaker:
+                infos[seat]["ignored"] = True
+        rewards = dict.fromkeys(self.possible_agents, 0.0)
+        text, estimate = self._coerce(speaker, actions[speaker], infos[speaker])
+        if speaker == SYSTEM:
+            self._system_says(text, estimate)
+            if USER not in self.external:
+                self._complete_exchange(self.user.respond(text), rewards, infos, False)
+        else:
+            turn = self.user.observe(self.history[-1][1], text)
+            self._complete_exchange(turn, rewards, infos, True)
+        if not self._done and SYSTEM not in self.external:
+            self._internal_system_turn(infos)
+        for seat in self.possible_agents:
+            infos[seat].update(
+                exchange=self.exchange, to_speak=self.turn == seat and not self._done
+            )
+        terminated = dict.fromkeys(self.possible_agents, self._success_turn is not None)
+        truncated = dict.fromkeys(self.possible_agents, self._done and self._success_turn is None)
+        observations = self._observe_all()
+        if self._done:
+            record = self._episode_record()
+            for seat in self.possible_agents:
+                infos[seat]["episode"] = record
+            self.agents = []
+        if self.render_mode == "human":
+            print(self.render())
+        return observations, rewards, terminated, truncated, infos
+
+    def render(self) -> str | None:
+        """Returns (``"ansi"``) or prints (``"human"``) the transcript."""
+        lines = [f"[{self.env_id}] exchange {self.exchange}/{self.max_exchanges}"]
+        lines += [f"{role:>6}: {text}" for role, text in self.history]
+        out = "\n".join(lines)
+        if self.render_mode == "human":
+            print(out)
+            return None
+        return out
+
+    def close(self) -> None:
+        """Nothing to release for the embedded components."""
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _coerce(self, seat: str, action: Any, info: dict[str, Any]) -> tuple[str, Any]:
+        estimate = None
+        if isinstance(action, Mapping):
+            if seat != SYSTEM or "utterance" not in action:
+                raise TypeError(
+                    "a dict action must be {'utterance': str, 'estimate': ...} from the system"
+                )
+            estimate = action.get("estimate")
+            action = action["utterance"]
+        if not isinstance(action, str):
+            raise TypeError(
+                f"the {seat!r} action must be a str (an utterance), got {type(action).__name__}"
+            )
+        fallbacks = info["fallbacks"]
+        try:
+            action.encode("utf-8")
+        except UnicodeEncodeError:
+            action = action.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            fallbacks.append("action_sanitized")
+        if len(action) > self.max_utterance_chars:
+            action = action[: self.max_utterance_chars]
+            fallbacks.append("action_truncated")
+        if not action.strip():
+            fallbacks.append("empty_action")
+        self._fallback_count += len(fallbacks)
+        return action, estimate
+
+    def _system_says(self, text: str, estimate: Any) -> None:
+        self.history.append((SYSTEM, text))
+        self.turn = USER
+        if estimate is None and self.student is not None:
+            estimate = self._pending_estimate
+        self._pending_estimate = estimate
+
+    def _internal_system_turn(self, infos: dict[str, dict[str, Any]]) -> None:
+        action = self.system_policy.act(self._observe(SYSTEM))
+        info = {"fallbacks": []}
+        text, estimate = self._coerce(SYSTEM, action, info)
+        infos[USER]["fallbacks"].extend(f"system_policy:{f}" for f in info["fallbacks"])
+        self._system_says(text, estimate)
+
+    def _estimate_vector(self, estimate: Any) -> np.ndarray | None:
+        if estimate is None:
+            return None
+        if isinstance(estimate, BDI):
+            return self.latent.encode(estimate)
+        if isinstance(estimate, Mapping):
+            return self.latent.encode(BDI.from_dict(estimate))
+        vector = np.asarray(estimate, dtype=np.float64)
+        if vector.shape != (self.latent.size,):
+            raise ValueError(
+                f"an estimate vector must have shape ({self.latent.size},), got {vector.shape}"
+            )
+        return vector
+
+    def _complete_exchange(
+        self,
+        turn: UserTurn,
+        rewards: dict[str, float],
+        infos: dict[str, dict[str, Any]],
+        external_user: bool,
+    ) -> None:
+        system_text = self.history[-1][1]
+        self.history.append((USER, turn.text))
+        self.exchange += 1
+        self.turn = SYSTEM
+        z_prev = self._z
+        estimate = self._estimate_vector(self._pending_estimate)
+        self._z = self.latent.encode(self.teacher.infer(self.history, self.user))
+        s_new = self.latent.progress(self._z, self._z0, self._z_star)
+        delta_s = s_new - self._s
+        self._s = s_new
+        privileged = self.user.privileged()
+        exchange = Exchange(
+            index=self.exchange,
+            history=tuple(self.history),
+            system=system_text,
+            user=turn.text,
+            turn=turn,
+            privileged=privileged,
+            external_user=external_user,
+        )
+        judgment = self.success_judge.judge(exchange)
+        q = int(self.rationality_judge.judge(exchange))
+        inference_error = None if estimate is None else self.latent.sq_dist(estimate, z_prev)
+        rewards[SYSTEM] = system_reward(delta_s, self.weights, inference_error)
+        rewards[USER] = user_reward(delta_s, q, self.weights)
+        trace = self._trace
+        for key, value in (
+            ("q", q),
+            ("s", s_new),
+            ("labels", judgment.label),
+            ("scores", judgment.score),
+            ("r_system", rewards[SYSTEM]),
+            ("r_user", rewards[USER]),
+        ):
+            trace[key].append(value)
+        if judgment.success and self._success_turn is None:
+            self._success_turn = self.exchange
+        self._done = judgment.success or self.exchange >= self.max_exchanges
+        details = {
+            "success": judgment.success,
+            "success_score": judgment.score,
+            "success_label": judgment.label,
+            "judge_votes": list(judgment.votes),
+            "judge_failures": judgment.n_failed,
+            "q": q,
+            "s": s_new,
+            "delta_s": delta_s,
+            "inference_error": inference_error,
+            "user_events": list(turn.events),
+        }
+        for seat in self.possible_agents:
+            infos[seat].update(details)
+            if self.privileged:
+                infos[seat]["privileged"] = {
+                    "bdi": turn.bdi.to_dict(),
+                    "initial_bdi": self._z0_bdi.to_dict(),
+                    **privileged,
+                }
+
+    def _base_info(self, seat: str) -> dict[str, Any]:
+        return {"exchange": self.exchange, "to_speak": self.turn == seat, "fallbacks": []}
+
+    def _observe(self, seat: str) -> dict[str, Any]:
+        obs: dict[str, Any] = {
+            "role": SPEAKER_ID[seat],
+            "to_speak": int(self.turn == seat and not self._done),
+            "exchange": self.exchange,
+            "goal": self.card.goal if seat == SYSTEM else self.card.user_goal,
+            "history": tuple({"speaker": SPEAKER_ID[r], "text": t} for r, t in self.history),
+        }
+        if seat == SYSTEM:
+            estimate = ""
+            if self.student is not None:
+                self._pending_estimate = self.student.estimate(self.history)
+                estimate = self._pending_estimate.render()
+            obs["estimate"] = estimate
+        else:
+            obs["state"] = self.user.state.render()
+            obs["profile"] = self.user.profile()
+        return obs
+
+    def _observe_all(self) -> dict[str, Any]:
+        return {seat: self._observe(seat) for seat in self.possible_agents}
+
+    def _episode_record(self) -> dict[str, Any]:
+        trace = self._trace
+        return {
+            "env_id": self.env_id,
+            "success": self._success_turn is not None,
+            "success_turn": self._success_turn,
+            "turns": self.exchange,
+            "T": self.max_exchanges,
+            "q": list(trace["q"]),
+            "s": [round(v, 6) for v in trace["s"]],
+            "labels": list(trace["labels"]),
+            "scores": [round(v, 6) for v in trace["scores"]],
+            "return_system": float(sum(trace["r_system"])),
+            "return_user": float(sum(trace["r_user"])),
+            "fallbacks": self._fallback_count,
+        }
+
+
+def _build(component: Any, card: TaskCard, default: Callable[[TaskCard], Any]) -> Any:
+    if component is None:
+        return default(card)
+    if isinstance(component, type) or (callable(component) and not hasattr(component, "judge")):
+        return component(card)
+    return component

@@ -1,0 +1,521 @@
+"""Benchmark evaluation: agents × env ids × episodes, resumable, with a summary table.
+
+``evaluate`` plays every requested agent against every requested environment for a fixed
+number of seeded episodes. Episode ``i`` resets the env (and the agent, when it has ``reset``)
+with ``seed + i``, so the same arguments always give the same records.
+
+Results on disk (``out``):
+
+* ``episodes.jsonl`` — one JSON line per finished episode, appended, flushed and fsync'ed as
+  soon as the episode ends: a crash loses at most the episode in flight. Rerunning the same
+  call skips the episodes already recorded (keyed by agent, env id, episode index and seed),
+  so it neither loses nor duplicates episodes; a truncated last line left by a crash is cut off.
+* ``summary.json`` — per (agent, env id) the :func:`dialogue_gym.metrics.summarize` row plus a
+  ``config`` stamp (resolved env spec, its hash, package version, encoder, T, τ_q, seeds, time).
+
+An agent that raises (or whose action the env rejects with ``TypeError``/``ValueError``) is
+recorded as an *errored* episode with its partial transcript; the evaluation continues and the
+metrics leave errored episodes out of every rate.
+
+Example:
+    >>> result = evaluate("scripted", "P4G-hard", episodes=20, out="runs/demo")  # doctest: +SKIP
+    >>> print(result.table())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from dialogue_gym import metrics
+from dialogue_gym.agents import Agent, agent_factory, make_agent
+from dialogue_gym.registry import EnvSpec, make, spec
+
+__all__ = ["EPISODES_FILE", "MAX_EPISODES", "SUMMARY_FILE", "EvalResult", "evaluate"]
+
+EPISODES_FILE = "episodes.jsonl"
+"""Per-episode records inside the output directory."""
+
+SUMMARY_FILE = "summary.json"
+"""Per-(agent, env) summaries inside the output directory."""
+
+MAX_EPISODES = 1_000_000
+"""Upper bound on ``episodes`` per (agent, env) pair."""
+
+SYSTEM = "system"
+
+Key = tuple[str, str, int, int]
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+@dataclasses.dataclass
+class EvalResult:
+    """What :func:`evaluate` returns.
+
+    Attributes:
+        records: Episode records of the requested runs (resumed ones included), ordered by
+            agent, env id and episode index.
+        summaries: One :func:`~dialogue_gym.metrics.summarize` row per (agent, env id), with
+            ``agent``, ``env_id`` and ``config`` added.
+        out: The output directory, or ``None`` when nothing was written.
+    """
+
+    records: list[dict[str, Any]]
+    summaries: list[dict[str, Any]]
+    out: Path | None = None
+
+    def table(self, columns: Sequence[str] | None = None) -> str:
+        """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`)."""
+        return metrics.format_table(self.summaries, columns)
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_episodes(episodes: Any) -> int:
+    if not _is_int(episodes):
+        raise ValueError(
+            f"episodes must be an int between 1 and {MAX_EPISODES:,}, "
+            f"got {episodes!r} ({type(episodes).__name__})"
+        )
+    if not 1 <= episodes <= MAX_EPISODES:
+        raise ValueError(f"episodes must be between 1 and {MAX_EPISODES:,}, got {episodes:,}")
+    return int(episodes)
+
+
+def _check_seed(seed: Any) -> int:
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
+def _names(value: Sequence[str] | str, what: str) -> list[str]:
+    names = [value] if isinstance(value, str) else list(value)
+    if not names:
+        raise ValueError(f"at least one {what} is required")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what} names must be non-empty strings, got {name!r}")
+    return list(dict.fromkeys(names))  # drop repeats, keep order
+
+
+# -- JSON helpers ------------------------------------------------------------------------------
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON types as they are; anything else as its ``repr`` without memory addresses."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        try:
+            return _json_safe(value.item())
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays
+        return _json_safe(value.tolist())
+    return _ADDRESS.sub("", repr(value))
+
+
+def _config_hash(resolved: Mapping[str, Any]) -> str:
+    """Hash of the JSON-safe resolved config; equals ``EnvSpec.config_hash`` for plain kwargs."""
+    payload = json.dumps(_json_safe(resolved), sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _dumps(record: Mapping[str, Any]) -> str:
+    return json.dumps(_json_safe(record), ensure_ascii=False, allow_nan=False)
+
+
+# -- the episodes file -------------------------------------------------------------------------
+
+
+def _key(record: Mapping[str, Any]) -> Key:
+    return (
+        str(record["agent"]),
+        str(record["env_id"]),
+        int(record["episode"]),
+        int(record["seed"]),
+    )
+
+
+def _load_done(path: Path) -> dict[Key, dict[str, Any]]:
+    """Reads finished episodes; cuts off a truncated or corrupt last line (a crash mid-write).
+
+    Corrupt lines elsewhere are skipped with a warning; a repeated key keeps its first record.
+    """
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # after the last newline: b"" unless the last write was cut short
+    keep = len(data) - len(tail)
+    # A complete-looking but unparseable last line is also the trace of an interrupted write.
+    while lines and not lines[-1].strip():
+        keep -= len(lines.pop()) + 1
+    if lines and not _is_json(lines[-1]):
+        keep -= len(lines.pop()) + 1
+    if keep != len(data):
+        warnings.warn(
+            f"{path}: dropped {len(data) - keep} bytes of an incomplete last record "
+            "(an interrupted write); that episode will run again",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        with path.open("r+b") as handle:
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+    done: dict[Key, dict[str, Any]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        record = _parse(line)
+        if record is None:
+            warnings.warn(
+                f"{path}:{number}: skipping a corrupt record", RuntimeWarning, stacklevel=3
+            )
+            continue
+        done.setdefault(_key(record), record)
+    return done
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+        _key(record)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _append(path: Path, line: str) -> None:
+    """Appends one JSON line with a single write, then flushes it to disk."""
+    data = (line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(
+        json.dumps(_json_safe(payload), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    os.replace(tmp, path)
+
+
+# -- one episode -------------------------------------------------------------------------------
+
+
+def _error_text(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _base_env(env: Any) -> Any:
+    return getattr(env, "unwrapped", env)
+
+
+def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
+    """Plays one episode; returns the env's episode record plus transcript, events, errors.
+
+    Failures end the episode as *errored* instead of propagating: ``error_source`` says whether
+    the agent raised (``"agent"``), the env rejected its action with ``TypeError`` or
+    ``ValueError`` (``"action"``), or the env failed otherwise, e.g. an LLM backend (``"env"``).
+    """
+    base = _base_env(env)
+    steps: list[dict[str, Any]] = []
+    error: tuple[str, str] | None = None
+    episode: dict[str, Any] | None = None
+    observations, _ = env.reset(seed=seed)
+    try:
+        if callable(getattr(agent, "reset", None)):
+            agent.reset(seed=seed)
+    except Exception as exc:  # any agent failure is recorded, never fatal
+        error = ("agent", _error_text(exc))
+    while error is None and episode is None:
+        try:
+            action = agent.act(observations[SYSTEM])
+        except Exception as exc:  # any agent failure is recorded, never fatal
+            error = ("agent", _error_text(exc))
+            break
+        try:
+            observations, _, terminated, truncated, infos = env.step({SYSTEM: action})
+        except (TypeError, ValueError) as exc:
+            error = ("action", _error_text(exc))
+            break
+        except Exception as exc:  # a backend failure inside the env: record, continue
+            error = ("env", _error_text(exc))
+            break
+        info = infos.get(SYSTEM, {})
+        steps.append(info)
+        if terminated.get(SYSTEM) or truncated.get(SYSTEM):
+            episode = dict(info.get("episode") or {})
+    record: dict[str, Any]
+    if episode is not None:
+        record = episode
+    else:
+        record = {
+            "env_id": getattr(base, "env_id", None),
+            "success": False,
+            "success_turn": None,
+            "turns": len([s for s in steps if "q" in s]),
+            "T": getattr(base, "max_exchanges", None),
+            "q": [s["q"] for s in steps if "q" in s],
+            "s": [s["s"] for s in steps if "s" in s],
+            "labels": [s["success_label"] for s in steps if "success_label" in s],
+        }
+    record["errored"] = error is not None
+    record["error"] = None if error is None else error[1]
+    record["error_source"] = None if error is None else error[0]
+    record["transcript"] = [
+        {"role": role, "text": text} for role, text in getattr(base, "history", ())
+    ]
+    record["events"] = [
+        [*s.get("user_events", ()), *(f"fallback:{f}" for f in s.get("fallbacks", ()))]
+        for s in steps
+    ]
+    persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
+    if persona is not None:
+        record["persona"] = persona
+    return record
+
+
+# -- evaluate ----------------------------------------------------------------------------------
+
+
+def _stamp(
+    env_spec: EnvSpec,
+    env: Any,
+    env_kwargs: Mapping[str, Any],
+    agent_kwargs: Mapping[str, Any],
+    episodes: int,
+    seed: int,
+    created: str,
+) -> dict[str, Any]:
+    import dialogue_gym  # at call time: dialogue_gym may import this module
+
+    base = _base_env(env)
+    resolved = env_spec.resolved(**env_kwargs)
+    encoder = getattr(base, "encoder", None)
+    return {
+        "env": _json_safe(resolved),
+        "config_hash": _config_hash(resolved),
+        "dialogue_gym_version": dialogue_gym.__version__,
+        "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
+        "agent_kwargs": _json_safe(dict(agent_kwargs)),
+        "episodes": episodes,
+        "seed": seed,
+        "T": int(getattr(base, "max_exchanges", metrics.DEFAULT_T)),
+        "tau_q": metrics.TAU_Q,
+        "created": created,
+    }
+
+
+@dataclasses.dataclass
+class _Tally:
+    """Running SR/RCSR counts for the progress bar (O(1) per episode)."""
+
+    T: int
+    n: int = 0
+    errored: int = 0
+    successes: int = 0
+    rc_successes: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        if record.get("errored"):
+            self.errored += 1
+            return
+        self.n += 1
+        self.successes += metrics.success_within(record, self.T)
+        self.rc_successes += metrics.rc_success_within(record, self.T)
+
+    def postfix(self) -> dict[str, str]:
+        if not self.n:
+            return {"SR": "n/a", "RCSR": "n/a", "err": str(self.errored)}
+        return {
+            "SR": f"{self.successes / self.n:.2f}",
+            "RCSR": f"{self.rc_successes / self.n:.2f}",
+            "err": str(self.errored),
+        }
+
+
+def evaluate(
+    agents: Sequence[str] | str,
+    env_ids: Sequence[str] | str,
+    episodes: int = 100,
+    seed: int = 0,
+    out: str | Path | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> EvalResult:
+    """Evaluates each agent on each env for ``episodes`` seeded episodes.
+
+    Episode ``i`` uses ``env.reset(seed=seed + i)`` and ``agent.reset(seed=seed + i)`` (when the
+    agent has ``reset``). The env is built once per (agent, env id) with
+    ``make(env_id, **env_kwargs)``; the agent with ``make_agent(name, card=env.card,
+    **agent_kwargs)``. With ``out``, records are appended to ``out/episodes.jsonl`` as each
+    episode ends and episodes already there are skipped (resume), and ``out/summary.json`` is
+    written at the end.
+
+    Args:
+        agents: Agent name(s): an entry-point name, ``"module:Class"`` or ``"file.py:Class"``.
+        env_ids: Registered env id(s); unversioned ids resolve to the latest version.
+        episodes: Episodes per (agent, env id), 1 to 1,000,000.
+        seed: Seed of episode 0 (a non-negative int).
+        out: Output directory (created if missing), or ``None`` to write nothing.
+        env_kwargs: Overrides passed to every ``make`` (e.g. ``{"encoder": "hashing"}``).
+        agent_kwargs: Extra keyword arguments for every agent factory.
+        progress: Show a progress bar per (agent, env id) with the running SR and RCSR.
+
+    Returns:
+        The records and summaries (see :class:`EvalResult`).
+
+    Raises:
+        ValueError: Bad ``episodes``/``seed``/names, or ``env_kwargs`` that make an env whose
+            system seat is not the only external one.
+        RegistryError: An unknown env id (with the closest registered ids).
+        AgentResolutionError: An unknown agent name.
+    """
+    episodes = _check_episodes(episodes)
+    seed = _check_seed(seed)
+    agent_names = _names(agents, "agent")
+    specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
+    for name in agent_names:
+        agent_factory(name)  # fail fast, before any episode runs
+    env_kwargs = dict(env_kwargs or {})
+    agent_kwargs = dict(agent_kwargs or {})
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    out_dir = Path(out) if out is not None else None
+    plan = _Plan(episodes, seed, agent_kwargs, progress)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        plan.episodes_path = out_dir / EPISODES_FILE
+        plan.done = _load_done(plan.episodes_path)
+
+    records: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    for name in agent_names:
+        for env_spec in specs:
+            env = make(env_spec.id, **env_kwargs)
+            try:
+                config = _stamp(env_spec, env, env_kwargs, agent_kwargs, episodes, seed, created)
+                pair = _run_pair(plan, name, env_spec.id, env, config)
+            finally:
+                env.close()
+            records.extend(pair)
+            summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
+            summaries.append({"agent": name, "env_id": env_spec.id, **summary, "config": config})
+
+    if out_dir is not None:
+        _write_json(out_dir / SUMMARY_FILE, {"created": created, "summaries": summaries})
+    return EvalResult(records=records, summaries=summaries, out=out_dir)
+
+
+@dataclasses.dataclass
+class _Plan:
+    """The settings shared by every (agent, env id) pair of one :func:`evaluate` call."""
+
+    episodes: int
+    seed: int
+    agent_kwargs: Mapping[str, Any]
+    progress: bool
+    episodes_path: Path | None = None
+    done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+def _run_pair(
+    plan: _Plan, name: str, env_id: str, env: Any, config: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Runs the missing episodes of one (agent, env id) pair; returns all its records."""
+    episodes, seed = plan.episodes, plan.seed
+    base = _base_env(env)
+    if tuple(getattr(base, "external", (SYSTEM,))) != (SYSTEM,):
+        raise ValueError(
+            f"evaluate() drives the system seat only; {env_id} was built with "
+            f"external={getattr(base, 'external', None)!r}"
+        )
+    found = {i: plan.done.get((name, env_id, i, seed + i)) for i in range(episodes)}
+    for i, record in found.items():
+        stamped = None if record is None else record.get("config_hash")
+        if stamped is not None and stamped != config["config_hash"]:
+            raise ValueError(
+                f"the results file already holds episode {i} of {name} on {env_id} from a "
+                f"different configuration (config_hash {stamped} != "
+                f"{config['config_hash']}); use another output directory"
+            )
+    records: list[dict[str, Any]] = [r for r in found.values() if r is not None]
+    todo = [i for i, record in found.items() if record is None]
+    bar = tqdm(
+        total=episodes,
+        initial=len(records),
+        desc=f"{name} | {env_id}",
+        unit="ep",
+        disable=None if plan.progress else True,
+        dynamic_ncols=True,
+    )
+    tally = _Tally(int(config["T"]))
+    for record in records:
+        tally.add(record)
+    with bar:
+        bar.set_postfix(tally.postfix())
+        if todo:
+            card = getattr(base, "card", None)
+            agent = make_agent(name, card=card, **plan.agent_kwargs)
+            for i in todo:
+                line = _dumps(
+                    {
+                        **_run_episode(env, agent, seed + i),
+                        "agent": name,
+                        "env_id": env_id,
+                        "episode": i,
+                        "seed": seed + i,
+                        "config_hash": config["config_hash"],
+                    }
+                )
+                if plan.episodes_path is not None:
+                    _append(plan.episodes_path, line)
+                record = json.loads(line)  # exactly what a resumed run reads back
+                records.append(record)
+                tally.add(record)
+                bar.set_postfix(tally.postfix(), refresh=False)
+                bar.update(1)
+    records.sort(key=lambda r: r["episode"])
+    return records

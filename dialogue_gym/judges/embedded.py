@@ -1,0 +1,107 @@
+"""Embedded (offline, deterministic) judges that read the simulator's state.
+
+The success judge casts three votes from three views of the user — the stance its reply
+states, its intention (the decision state) and its willingness — and maps them through the
+card's label→reward map and threshold exactly as the LLM judge's n sampled votes are. For P4G
+(threshold 0.6) two ``agree`` votes and one ``positive`` pass, as in the paper.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, Exchange, Judgment
+from dialogue_gym.users.base import DECISIONS
+
+_RANK = {d: i for i, d in enumerate(DECISIONS)}
+
+
+def classify_stance(text: str, card: TaskCard) -> str:
+    """Classifies the stance a reply states with the card's ``reply_*`` cues.
+
+    Refusal cues win over agreement cues (``"no, I won't donate"`` mentions donating).
+    """
+    for label, key in (("refused", "reply_refuse"), ("agree", "reply_agree")):
+        if any(p.search(text) for p in card.cues.get(key, ())):
+            return label
+    if any(p.search(text) for p in card.cues.get("reply_positive", ())):
+        return "positive"
+    return "neutral"
+
+
+def aggregate(votes: list[str], card: TaskCard, n_failed: int = 0) -> Judgment:
+    """Maps labelled votes through the card's reward map and threshold."""
+    spec = card.success_judge
+    rewards = tuple(spec.labels[v] for v in votes)
+    score = sum(rewards) / len(rewards)
+    counts = Counter(votes)
+    label = max(counts, key=lambda v: (counts[v], spec.labels[v]))
+    return Judgment(
+        votes=tuple(votes),
+        rewards=rewards,
+        score=score,
+        success=score >= spec.threshold - 1e-9,
+        label=label,
+        n_failed=n_failed,
+    )
+
+
+class StateSuccessJudge:
+    """Success from the user's stated stance, decision state and willingness (see module doc).
+
+    Args:
+        card: The task card (label map, threshold, cues).
+        agree_willingness: Willingness at which the willingness view votes ``agree``.
+        positive_willingness: Willingness at which it votes ``positive``.
+    """
+
+    def __init__(
+        self, card: TaskCard, agree_willingness: float = 0.6, positive_willingness: float = 0.35
+    ) -> None:
+        if set(card.success_judge.labels) != set(DECISIONS):
+            raise ValueError(
+                f"StateSuccessJudge needs the labels {DECISIONS}, card {card.id!r} has "
+                f"{sorted(card.success_judge.labels)}"
+            )
+        self.card = card
+        self.agree_w = agree_willingness
+        self.positive_w = positive_willingness
+
+    def judge(self, exchange: Exchange) -> Judgment:
+        """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
+        decision = exchange.turn.decision
+        stated = classify_stance(exchange.user, self.card) if exchange.external_user else decision
+        w = float(exchange.privileged.get("willingness", 0.0))
+        if w >= self.agree_w:
+            by_w = "agree" if decision == "agree" else "positive"
+        elif w >= self.positive_w or decision == "agree":
+            by_w = "positive"
+        else:
+            by_w = "neutral" if decision != "refused" else "refused"
+        return aggregate([stated, decision, by_w], self.card)
+
+
+class StateRationalityJudge:
+    """Rationality from whether the user's update was justified by what the system said.
+
+    For simulator replies it reads the simulator's own justification (a concession without a
+    reason is NOT_RATIONAL). For replies written by an external user policy it compares the
+    stated stance with what a rational user in that state would do: agreeing when a rational
+    user would not, or refusing when a rational user would agree, is NOT_RATIONAL.
+    """
+
+    def __init__(self, card: TaskCard) -> None:
+        self.card = card
+
+    def judge(self, exchange: Exchange) -> int:
+        """See :class:`~dialogue_gym.judges.base.RationalityJudge`."""
+        if not exchange.external_user:
+            return RATIONAL if exchange.turn.justified else NOT_RATIONAL
+        stated = classify_stance(exchange.user, self.card)
+        rational = exchange.turn.decision
+        if stated == "agree" and rational != "agree":
+            return NOT_RATIONAL
+        if rational == "agree" and stated == "refused":
+            return NOT_RATIONAL
+        return RATIONAL

@@ -1,0 +1,63 @@
+"""The user-simulator protocol shared by embedded, LLM and learned users."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dialogue_gym.mind.bdi import BDI
+
+DECISIONS = ("refused", "neutral", "positive", "agree")
+
+
+@dataclasses.dataclass(frozen=True)
+class UserTurn:
+    """One user reply and the mental state behind it.
+
+    Attributes:
+        text: The reply.
+        decision: The user's stance after this exchange (one of :data:`DECISIONS`).
+        bdi: The user's mental state after this exchange.
+        justified: Whether the stance change was justified by what the system said: a
+            concession without a reason is not (read by the embedded rationality judge).
+        events: What the user perceived in the system turn (``"ask"``, ``"pressure"``,
+            ``"addressed:trust"`` …), for infos and debugging.
+    """
+
+    text: str
+    decision: str
+    bdi: BDI
+    justified: bool
+    events: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """A user that holds a hidden, evolving mental state and answers system turns."""
+
+    def reset(self, rng: np.random.Generator) -> BDI:
+        """Starts a new episode (persona and state drawn from ``rng``); returns z_0's record."""
+        ...
+
+    def respond(self, system_text: str) -> UserTurn:
+        """Updates the state from the system's utterance and replies."""
+        ...
+
+    def observe(self, system_text: str, user_text: str) -> UserTurn:
+        """Updates the state when an external user policy wrote the reply ``user_text``."""
+        ...
+
+    @property
+    def state(self) -> BDI:
+        """The current (hidden) mental state."""
+        ...
+
+    def profile(self) -> str:
+        """The user's visible profile text."""
+        ...
+
+    def privileged(self) -> dict[str, Any]:
+        """Privileged information (concern statuses, willingness) for teacher views."""
+        ...

@@ -1,0 +1,445 @@
+"""CognitiveUser: the embedded, offline user simulator (the CUS design made concrete).
+
+A persona (background, external style, internal latent concerns) is drawn per episode. Each
+system utterance is *perceived* (embedding similarity to the card's unlock / anti-pattern
+prototypes plus lexical cues), which moves the concerns (unresolved → partially addressed →
+resolved), the willingness w and the affect; a decision rule turns them into a stance
+(refused / neutral / positive / agree), and a realizer words the reply in the persona's style.
+The BDI record and ρ/c/v are derived from that state.
+
+*Soft* and *hard* are presets of the same model. Hard users agree only once every blocking
+concern is resolved by reasons and w is high enough; soft users drift towards agreement and
+sometimes concede to a bare request — the soft-user bias that RCSR is designed to catch, so
+such concessions are marked as not justified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.bdi import BDI
+from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.base import DECISIONS, UserTurn
+from dialogue_gym.users.persona import Persona, persona_bank
+
+UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
+_RANK = {d: i for i, d in enumerate(DECISIONS)}
+
+
+@dataclasses.dataclass(frozen=True)
+class UserPreset:
+    """Parameters of the CognitiveUser dynamics; ``SOFT`` and ``HARD`` are the shipped presets.
+
+    Attributes:
+        name: Preset name.
+        unlock_threshold: Addressing score needed to move a concern.
+        anti_threshold: Anti-pattern score needed to push a concern back.
+        accept_threshold: Willingness needed to agree when asked.
+        require_resolved: Agree only once all blocking concerns are resolved.
+        blocking_cutoff: A concern blocks when strength × blocking_weight reaches this.
+        extra_resistance_strength: Concerns at least this strong need one more addressing turn.
+        w_full: Willingness once every concern is resolved (before affect).
+        rapport_gain: Affect gained from greetings/inquiries early in the dialogue (twice max).
+        drift: Unreasoned willingness drift per exchange (the soft-user bias).
+        concede_prob: Base probability of conceding to a request without reasons.
+        concede_growth: Added to ``concede_prob`` per earlier request.
+        pressure_penalty: Affect lost to pressure (a request right after a refusal, guilt).
+        repetition_penalty: Affect lost when the system repeats itself.
+        offtopic_penalty: Affect lost to off-topic turns.
+        empty_penalty: Affect lost to empty turns.
+        anti_penalty: Affect lost to an anti-pattern.
+    """
+
+    name: str
+    unlock_threshold: float
+    anti_threshold: float
+    accept_threshold: float
+    require_resolved: bool
+    blocking_cutoff: float = 0.3
+    extra_resistance_strength: float = 0.8
+    w_full: float = 0.75
+    rapport_gain: float = 0.04
+    drift: float = 0.0
+    concede_prob: float = 0.0
+    concede_growth: float = 0.0
+    pressure_penalty: float = 0.1
+    repetition_penalty: float = 0.06
+    offtopic_penalty: float = 0.05
+    empty_penalty: float = 0.05
+    anti_penalty: float = 0.08
+
+
+HARD = UserPreset(
+    name="hard",
+    unlock_threshold=0.55,
+    anti_threshold=0.6,
+    accept_threshold=0.6,
+    require_resolved=True,
+)
+SOFT = UserPreset(
+    name="soft",
+    unlock_threshold=0.5,
+    anti_threshold=0.65,
+    accept_threshold=0.5,
+    require_resolved=False,
+    extra_resistance_strength=2.0,  # never: soft users need one addressing turn per concern
+    rapport_gain=0.06,
+    drift=0.05,
+    concede_prob=0.12,
+    concede_growth=0.08,
+    pressure_penalty=0.03,
+    repetition_penalty=0.02,
+    anti_penalty=0.03,
+)
+PRESETS = {"soft": SOFT, "hard": HARD}
+
+
+@dataclasses.dataclass
+class _ConcernState:
+    strength: float
+    needed: int
+    progress: int = 0
+    voiced: bool = False
+
+    @property
+    def status(self) -> str:
+        if self.progress >= self.needed:
+            return RESOLVED
+        return PARTIAL if self.progress > 0 else UNRESOLVED
+
+
+class CognitiveUser:
+    """The embedded user simulator; see the module docstring.
+
+    Args:
+        card: The task card (concerns, replies, styles, persona ingredients, mind texts).
+        encoder: Sentence encoder used to perceive system utterances.
+        preset: ``"soft"``, ``"hard"`` or a :class:`UserPreset`.
+        personas: Persona pool to draw from (default: the card's bank).
+    """
+
+    def __init__(
+        self,
+        card: TaskCard,
+        encoder: Encoder,
+        preset: str | UserPreset = "hard",
+        personas: tuple[Persona, ...] | None = None,
+    ) -> None:
+        if isinstance(preset, str):
+            if preset not in PRESETS:
+                raise ValueError(f"unknown user preset {preset!r}; choose from {sorted(PRESETS)}")
+            preset = PRESETS[preset]
+        self.card = card
+        self.preset = preset
+        self.analyzer = UtteranceAnalyzer(card, encoder)
+        self.personas = personas if personas is not None else persona_bank(card)
+        if not self.personas:
+            raise ValueError("the persona pool is empty")
+        self._rng = np.random.default_rng(0)
+        self.persona = self.personas[0]
+        self._begin(self.personas[0])
+
+    # -- episode state -------------------------------------------------------------------------
+
+    def _begin(self, persona: Persona) -> None:
+        self.persona = persona
+        self.style = self.card.style(persona.style)
+        self.concerns: dict[str, _ConcernState] = {}
+        for concern_id, strength in persona.concerns:
+            base = self.card.concern(concern_id).resistance
+            extra = int(strength >= self.preset.extra_resistance_strength)
+            self.concerns[concern_id] = _ConcernState(strength=strength, needed=base + extra)
+        self.affect = 0.0
+        self.drift = 0.0
+        self.mood = 0.0
+        self.rapport_turns = 0
+        self.asks = 0
+        self.exchange = 0
+        self.decision = "neutral"
+        self.past_embeddings: list[np.ndarray] = []
+        self.used: set[str] = set()
+        self.reasons_total = 0
+        self._state = self._compose_bdi()
+
+    def reset(self, rng: np.random.Generator) -> BDI:
+        """Draws a persona from ``rng`` and starts a new episode; returns the initial state."""
+        self._rng = rng
+        self._begin(self.personas[int(rng.integers(len(self.personas)))])
+        return self._state
+
+    @property
+    def state(self) -> BDI:
+        """The current hidden BDI state."""
+        return self._state
+
+    def profile(self) -> str:
+        """The persona's visible profile."""
+        return self.persona.profile()
+
+    @property
+    def willingness(self) -> float:
+        """Willingness w ∈ [0, 1]: concern component + affect + drift."""
+        total = sum(c.strength for c in self.concerns.values()) or 1.0
+        solved = sum(c.strength * min(c.progress / c.needed, 1.0) for c in self.concerns.values())
+        w0 = self.persona.initial_willingness
+        base = w0 + (self.preset.w_full - w0) * solved / total
+        return float(np.clip(base + self.affect + self.drift, 0.0, 1.0))
+
+    def _blocking(self) -> list[str]:
+        return [
+            cid
+            for cid, c in self.concerns.items()
+            if c.status != RESOLVED
+            and c.strength * self.card.concern(cid).blocking_weight >= self.preset.blocking_cutoff
+        ]
+
+    def privileged(self) -> dict[str, Any]:
+        """Concern statuses, willingness, decision and persona: for teacher views and probes."""
+        return {
+            "persona": self.persona.id,
+            "preset": self.preset.name,
+            "willingness": round(self.willingness, 4),
+            "decision": self.decision,
+            "concerns": {
+                cid: {
+                    "status": c.status,
+                    "progress": c.progress,
+                    "needed": c.needed,
+                    "strength": c.strength,
+                    "voiced": c.voiced,
+                }
+                for cid, c in self.concerns.items()
+            },
+        }
+
+    # -- dynamics ------------------------------------------------------------------------------
+
+    def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
+        """Applies one system utterance to the state; returns what moved."""
+        p = self.analyzer.perceive(text)
+        preset = self.preset
+        events: list[str] = []
+        repetition = False
+        if p.empty:
+            self.affect -= preset.empty_penalty
+            self.mood -= 0.1
+            return p, ["empty"], False, False
+        if self.past_embeddings:
+            repetition = float(max(e @ p.embedding for e in self.past_embeddings)) >= 0.9
+        self.past_embeddings.append(p.embedding)
+        if p.off_topic:
+            self.affect -= preset.offtopic_penalty
+            self.mood -= 0.05
+            return p, ["off_topic"], repetition, False
+        if repetition:
+            self.affect -= preset.repetition_penalty
+            self.mood -= 0.05
+            events.append("repetition")
+        pressure = p.pressure_cue or (p.ask and self.decision == "refused")
+        if pressure:
+            self.affect -= preset.pressure_penalty
+            self.mood -= 0.15
+            events.append("pressure")
+        if (p.greeting or p.question) and self.rapport_turns < 2 and not (p.ask or pressure):
+            self.rapport_turns += 1
+            self.affect += preset.rapport_gain
+            self.mood += 0.1
+            events.append("rapport")
+        reasoned = False
+        for cid, c in self.concerns.items():
+            addressed = p.unlock[cid] >= preset.unlock_threshold and p.unlock[cid] >= p.anti[cid]
+            if addressed and not repetition and c.status != RESOLVED:
+                blocked_by_pressure = cid == "pressure" and pressure
+                if not blocked_by_pressure:
+                    c.progress += 1
+                    reasoned = True
+                    events.append(f"addressed:{cid}")
+            elif p.anti[cid] >= preset.anti_threshold and p.anti[cid] > p.unlock[cid]:
+                c.progress = max(0, c.progress - 1)
+                self.affect -= preset.anti_penalty
+                self.mood -= 0.1
+                events.append(f"anti:{cid}")
+        if pressure and "pressure" in self.concerns:
+            self.concerns["pressure"].progress = max(0, self.concerns["pressure"].progress - 1)
+        self.affect = float(np.clip(self.affect, -0.6, 0.2))
+        self.mood = float(np.clip(self.mood, -1.0, 1.0))
+        if reasoned:
+            self.reasons_total += 1
+            self.mood = min(1.0, self.mood + 0.05)
+        self.drift += preset.drift
+        return p, events, repetition, reasoned
+
+    def _decide(self, p: Perception, reasoned: bool) -> tuple[str, bool]:
+        """The decision rule; returns (stance, justified)."""
+        preset = self.preset
+        w = self.willingness
+        blocking = self._blocking()
+        previous = self.decision
+        if p.ask:
+            self.asks += 1
+            ready = w >= preset.accept_threshold and (not blocking or not preset.require_resolved)
+            if ready:
+                # Justified only when no blocking concern is left and the willingness was
+                # earned by reasons, not by the soft drift.
+                earned = w - self.drift >= preset.accept_threshold - 0.1
+                return "agree", not blocking and earned
+            concede = preset.concede_prob + preset.concede_growth * (self.asks - 1)
+            if concede > 0 and self._rng.random() < concede:
+                return "agree", False
+            if w >= preset.accept_threshold - 0.15 and not blocking:
+                return "positive", reasoned or previous in ("positive", "agree")
+            return "refused", True
+        if reasoned:
+            stance = "positive" if w >= 0.4 else "neutral"
+        elif previous == "refused":
+            stance = "refused"
+        else:
+            stance = "positive" if w >= 0.45 else "neutral"
+        # Warming up from neutral to open is not a concession; swinging from a refusal to
+        # leaning towards giving without any reason is.
+        swing = previous == "refused" and _RANK[stance] >= _RANK["positive"]
+        return stance, reasoned or not swing
+
+    # -- realization ---------------------------------------------------------------------------
+
+    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
+        index = int(self._rng.choice(fresh)) if fresh else int(self._rng.integers(len(options)))
+        self.used.add(f"{key}:{index}")
+        return options[index]
+
+    def _voice(self, cid: str) -> str:
+        self.concerns[cid].voiced = True
+        return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
+
+    def _top_concern(self, unvoiced_only: bool = False) -> str | None:
+        for cid, c in self.concerns.items():  # strongest first
+            if c.status != RESOLVED and not (unvoiced_only and c.voiced):
+                return cid
+        return None
+
+    def _amount(self) -> str:
+        return f"${min(self.persona.capacity, 2.0):.2f}"
+
+    def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
+        replies = self.card.replies
+        parts: list[str] = []
+
+        def say(key: str) -> None:
+            template = self._pick(key, replies[key])
+            concern = self._top_concern()
+            voice = self._voice(concern) if "{concern_voice}" in template and concern else ""
+            parts.append(
+                template.replace("{concern_voice}", voice).replace("{amount}", self._amount())
+            )
+
+        if "empty" in events:
+            say("empty")
+        elif "off_topic" in events:
+            say("offtopic")
+        else:
+            for event in events:
+                if event.startswith("addressed:"):
+                    cid = event.split(":", 1)[1]
+                    concern = self.card.concern(cid)
+                    done = self.concerns[cid].status == RESOLVED
+                    key, options = (
+                        ("resolved", concern.ack_resolved)
+                        if done
+                        else ("partial", concern.ack_partial)
+                    )
+                    parts.append(self._pick(f"{key}:{cid}", options))
+                    break
+            if repetition and not parts:
+                say("repetition")
+            if p.ask:
+                if stance == "agree":
+                    say("agree")
+                elif stance == "positive":
+                    say("positive")
+                elif "pressure" in events and self.asks > 1:
+                    say("pushback")
+                elif self._top_concern() is not None:
+                    say("refuse_concern")
+                else:
+                    say("refuse")
+            elif p.question and not parts:
+                if self._top_concern(unvoiced_only=True) is not None:
+                    say("inquiry_concern")
+                else:
+                    say("greeting" if p.greeting and self.exchange <= 1 else "inquiry_open")
+            elif p.greeting and not parts:
+                say("greeting")
+            elif not parts:
+                say("positive" if stance == "positive" else "neutral")
+        text = " ".join(parts[:2])
+        if self._rng.random() < 0.45:
+            opener = self._pick("opener", self.style.openers)
+            if opener.endswith(", ") and not re.match(r"I\b", text):
+                text = text[:1].lower() + text[1:]  # "Look, interesting." not "Look, Interesting."
+            text = opener + text
+        if self._rng.random() < 0.35 * self.style.verbosity:
+            text = text.rstrip() + self._pick("closer", self.style.closers)
+        return text.lower() if self.style.lowercase else text
+
+    def _compose_bdi(self) -> BDI:
+        mind = self.card.mind
+        w = self.willingness
+        top = self._top_concern()
+        resolved = [cid for cid, c in self.concerns.items() if c.status == RESOLVED]
+        if top is None:
+            belief = self.card.target.belief
+        else:
+            belief = self.card.concern(top).belief_unresolved
+            if resolved:
+                belief += " " + self.card.concern(resolved[-1]).belief_resolved
+        if w >= 0.6:
+            desire = self.card.target.desire
+        elif top is not None and w < 0.4:
+            desire = self.card.concern(top).desire_unresolved
+        else:
+            desire = mind["desire_open"]
+        intention = self.card.target.intention if self.decision == "agree" else mind[self.decision]
+        confidence = {"refused": 0.45 + 0.4 * (1 - w), "neutral": 0.3, "positive": 0.55}.get(
+            self.decision, self.card.target.confidence
+        )
+        return BDI(
+            belief=belief,
+            desire=desire,
+            intention=intention,
+            receptivity=float(np.clip(0.1 + 0.9 * w + 0.05 * self.rapport_turns, 0.0, 1.0)),
+            confidence=float(np.clip(confidence, 0.0, 1.0)),
+            valence=float(np.clip(self.mood, -1.0, 1.0)),
+        )
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def respond(self, system_text: str) -> UserTurn:
+        """Perceives the system turn, decides, and replies in the persona's style."""
+        self.exchange += 1
+        p, events, repetition, reasoned = self._perceive(system_text)
+        stance, justified = self._decide(p, reasoned)
+        self.decision = stance
+        text = self._realize(p, events, stance, repetition)
+        self._state = self._compose_bdi()
+        return UserTurn(text, stance, self._state, justified, tuple(events))
+
+    def observe(self, system_text: str, user_text: str) -> UserTurn:
+        """Updates the mind when an external policy wrote the reply (user seat external).
+
+        The state machine still decides what a rational user in this state would do; the
+        returned turn carries the external text and the *justified* stance, and the rationality
+        judge compares the two.
+        """
+        self.exchange += 1
+        p, events, _, reasoned = self._perceive(system_text)
+        stance, justified = self._decide(p, reasoned)
+        self.decision = stance
+        self._state = self._compose_bdi()
+        return UserTurn(user_text, stance, self._state, justified, (*events, "external_reply"))

@@ -1,0 +1,92 @@
+"""Personas: the background, external and internal layers of a simulated user (CUS)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+
+
+@dataclasses.dataclass(frozen=True)
+class Persona:
+    """One simulated user.
+
+    Attributes:
+        id: Stable id within the card's bank, e.g. ``"P4G-0042"``.
+        name: First name.
+        age: Age in years.
+        occupation: Occupation.
+        background: Background-layer text.
+        style: Id of the card style (external layer: tone, wording).
+        concerns: Internal layer: ``(concern id, strength in (0, 1])`` pairs, strongest first.
+        initial_willingness: Willingness w at the start of the dialogue, in [0, 1].
+        capacity: The most (in dollars) this user would give.
+    """
+
+    id: str
+    name: str
+    age: int
+    occupation: str
+    background: str
+    style: str
+    concerns: tuple[tuple[str, float], ...]
+    initial_willingness: float
+    capacity: float
+
+    def profile(self) -> str:
+        """The visible profile text (background layer and style, no internal concerns)."""
+        return f"{self.background} Speaking style: {self.style}."
+
+
+# How many latent concerns a persona carries, and with what probability.
+_CONCERN_COUNTS = (1, 2, 3)
+_CONCERN_COUNT_PROBS = (0.3, 0.45, 0.25)
+
+
+@functools.lru_cache(maxsize=16)
+def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
+    """Generates the card's project-written persona bank, deterministically from its seed."""
+    ing = card.personas
+    rng = np.random.default_rng(ing.seed)
+    concern_ids = [c.id for c in card.concerns]
+    styles = [s.id for s in card.styles]
+    bank = []
+    for index in range(ing.count):
+        name = ing.first_names[int(rng.integers(len(ing.first_names)))]
+        age = int(rng.integers(19, 72))
+        occupation = ing.occupations[int(rng.integers(len(ing.occupations)))]
+        template = ing.background_templates[int(rng.integers(len(ing.background_templates)))]
+        background = template.format(
+            name=name,
+            age=age,
+            occupation=occupation,
+            situation=ing.life_situations[int(rng.integers(len(ing.life_situations)))],
+            history=ing.giving_histories[int(rng.integers(len(ing.giving_histories)))],
+        )
+        k = int(rng.choice(_CONCERN_COUNTS, p=_CONCERN_COUNT_PROBS))
+        chosen = rng.choice(len(concern_ids), size=min(k, len(concern_ids)), replace=False)
+        strengths = rng.uniform(0.35, 1.0, size=len(chosen))
+        concerns = sorted(
+            (
+                (concern_ids[int(i)], round(float(s), 3))
+                for i, s in zip(chosen, strengths, strict=True)
+            ),
+            key=lambda pair: -pair[1],
+        )
+        bank.append(
+            Persona(
+                id=f"{card.id}-{index:04d}",
+                name=name,
+                age=age,
+                occupation=occupation,
+                background=background,
+                style=styles[int(rng.integers(len(styles)))],
+                concerns=tuple(concerns),
+                initial_willingness=round(float(rng.uniform(0.1, 0.45)), 3),
+                capacity=round(float(rng.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0])), 2),
+            )
+        )
+    return tuple(bank)

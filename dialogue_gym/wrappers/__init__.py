@@ -1,0 +1,15 @@
+"""Views and wrappers of the dialogue ``ParallelEnv``.
+
+* :class:`SingleAgent` — a ``gymnasium.Env`` for one seat (the other seat internal).
+* :class:`StrategyActions` — ``Discrete`` strategy actions with a feature ``Box`` observation
+  (for SB3 and PPDPP-style planners), realized by a :class:`TemplateRealizer`.
+* :class:`RecordEpisodes` — appends one JSON line per finished episode.
+"""
+
+from __future__ import annotations
+
+from dialogue_gym.wrappers.record import RecordEpisodes
+from dialogue_gym.wrappers.single_agent import SingleAgent
+from dialogue_gym.wrappers.strategy_actions import StrategyActions, TemplateRealizer
+
+__all__ = ["RecordEpisodes", "SingleAgent", "StrategyActions", "TemplateRealizer"]

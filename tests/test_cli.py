@@ -1,0 +1,197 @@
+"""Tests for the ``dialogue-gym`` command line (``main([...])`` with captured output)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from test_evaluation import PERSUASIVE, SOFT_ID, TINY_ID, agent, install_tiny
+
+from dialogue_gym.cli import main
+from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE
+
+
+@pytest.fixture
+def tiny_id(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return install_tiny(monkeypatch, tmp_path_factory.getbasetemp())
+
+
+def test_list(tiny_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "===== EvalTiny =====" in out
+    assert TINY_ID in out and SOFT_ID in out and "tiny test card, hard users" in out
+    assert "Agents:" in out and "file.py:Class" in out
+
+
+def test_info(tiny_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "EvalTiny-hard"]) == 0
+    out = capsys.readouterr().out
+    for expected in (
+        f"id:                   {TINY_ID}",
+        "tiny test card, hard users",
+        "user='hard'",
+        "Tiny donation task (tiny)",
+        "Get the user to donate to the charity.",
+        "system=persuader, user=persuadee",
+        "greet, ask",
+        "trust (psychological), money (financial)",
+        "The charity is trustworthy and helps children.",
+        "I will donate.",
+        "receptivity=0.90 confidence=0.80 valence=+0.50",
+        "max exchanges:        4",
+        "Utterance(max_length=2000)",
+        "observation (system)",
+    ):
+        assert expected in out, expected
+
+
+def test_eval(tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "run"
+    argv = [
+        "eval",
+        tiny_id,
+        "EvalTiny-soft",
+        "--agent",
+        agent("Persuader"),
+        "--agent",
+        agent("Pushy"),
+        "--episodes",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        str(out_dir),
+        "--encoder",
+        "hashing",
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "SR@4" in captured.out and "RCSR@4" in captured.out and "AT" in captured.out
+    assert "95%" in captured.out
+    assert str(out_dir / EPISODES_FILE) in captured.out
+    assert str(out_dir / SUMMARY_FILE) in captured.out
+    lines = (out_dir / EPISODES_FILE).read_text().splitlines()
+    assert len(lines) == 8
+    summary = json.loads((out_dir / SUMMARY_FILE).read_text())
+    assert len(summary["summaries"]) == 4
+    assert {s["config"]["seed"] for s in summary["summaries"]} == {3}
+
+    # The same command resumes: nothing is run twice.
+    assert main(argv) == 0
+    assert (out_dir / EPISODES_FILE).read_text().splitlines() == lines
+
+
+def test_eval_default_out_dir(
+    tiny_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", tiny_id, "--agent", agent("Pushy"), "--episodes", "1"]) == 0
+    (run,) = (tmp_path / "runs").iterdir()
+    assert sorted(p.name for p in run.iterdir()) == [EPISODES_FILE, SUMMARY_FILE]
+    assert str(Path("runs") / run.name / EPISODES_FILE) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("episodes", ["0", "-3", "abc", "1.5", "1000001", "1e6"])
+def test_eval_rejects_bad_episodes(
+    tiny_id: str, tmp_path: Path, episodes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", tiny_id, "--agent", agent("Pushy"), "--out", str(tmp_path)]
+    assert main([*argv, f"--episodes={episodes}"]) == 2
+    err = capsys.readouterr().err
+    assert "--episodes" in err and "usage:" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_eval_rejects_negative_seed(tiny_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", tiny_id, "--agent", agent("Pushy"), "--seed=-1"]) == 2
+    assert "--seed" in capsys.readouterr().err
+
+
+def test_unknown_env_id_is_one_line(tiny_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "EvalTiny-hrad-v0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "no environment 'EvalTiny-hrad-v0'" in err and "Did you mean" in err
+    assert TINY_ID in err
+
+    assert main(["eval", "EvalTiny-hrad", "--agent", agent("Pushy"), "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and TINY_ID in err
+
+    assert main(["play", "Nope-v0"]) == 2
+    assert capsys.readouterr().err.startswith("dialogue-gym play: error: no environment")
+
+
+def test_unknown_agent_is_one_line(
+    tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", tiny_id, "--agent", "nobody", "--episodes", "1", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown agent 'nobody'" in err
+    assert main(["eval", tiny_id, "--agent", str(tmp_path / "missing.py:A")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage:" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    assert "eval" in capsys.readouterr().out
+
+
+def play(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], text: str, *args: str
+) -> str:
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["play", TINY_ID, "--seed", "0", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_play_until_eof_reveals_hidden_state(
+    tiny_id: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = play(monkeypatch, capsys, f"{PERSUASIVE[0]}\n{PERSUASIVE[1]}\n")
+    assert "You are the persuader" in out and "Goal: Get the user to donate" in out
+    assert f"[1/4] you> {PERSUASIVE[0]}\n[1/4] user> " in out
+    assert f"[2/4] you> {PERSUASIVE[1]}\n[2/4] user> " in out
+    assert "(stopped early)" in out
+    hidden = out.split("===== the hidden state =====", 1)[1]
+    assert "Persona tiny-" in hidden and "background:" in hidden
+    assert "Latent concerns:" in hidden and "trust" in hidden
+    assert "resolved" in hidden  # the audit argument resolved the trust concern
+    assert "Willingness:" in hidden
+    assert "BDI trajectory:" in hidden and "t=0 " in hidden and "t=2 " in hidden
+    assert "t=3 " not in hidden
+    assert "q per exchange: [1, 1]" in hidden
+    assert "success: False  success turn: None" in hidden
+
+
+def test_play_quit_and_immediate_eof(
+    tiny_id: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = play(monkeypatch, capsys, f"{PERSUASIVE[0]}\n/quit\n{PERSUASIVE[1]}\n")
+    assert "[1/4] user> " in out and "[2/4] user> " not in out
+    assert "t=1 " in out and "q per exchange: [1]" in out
+
+    out = play(monkeypatch, capsys, "")
+    assert "user> " not in out
+    assert "BDI trajectory:" in out and "t=0 " in out and "q per exchange: []" in out
+
+
+def test_play_full_episode(
+    tiny_id: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = play(monkeypatch, capsys, "\n".join(PERSUASIVE) + "\nnever read\n", "--encoder=hashing")
+    assert "Episode over after 4 exchanges: success." in out
+    assert "never read" not in out and "(stopped early)" not in out
+    assert "success: True  success turn: 4" in out
+    assert "counts for RCSR@4: True" in out
+    assert "decision: agree" in out

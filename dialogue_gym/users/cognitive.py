@@ -369,6 +369,8 @@ class CognitiveUser:
                     say("refuse_concern")
                 else:
                     say("refuse")
+            elif p.greeting and self.exchange <= 1 and not parts:
+                say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
                 if self._top_concern(unvoiced_only=True) is not None:
                     say("inquiry_concern")
@@ -406,7 +408,9 @@ class CognitiveUser:
         else:
             desire = mind["desire_open"]
         intention = self.card.target.intention if self.decision == "agree" else mind[self.decision]
-        confidence = {"refused": 0.45 + 0.4 * (1 - w), "neutral": 0.3, "positive": 0.55}.get(
+        # c is commitment to the goal behaviour (the target's c = 0.8 is a committed donor):
+        # a refusal is low commitment, not high confidence, so it never reads as progress.
+        confidence = {"refused": 0.1 + 0.2 * w, "neutral": 0.3, "positive": 0.55}.get(
             self.decision, self.card.target.confidence
         )
         return BDI(

@@ -178,6 +178,12 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         progress=not args.no_progress,
     )
     print(result.table(), file=out)
+    for agent, worst in result.worst_case().items():
+        (sr_env, sr), (rc_env, rc) = worst["sr"], worst["rcsr"]
+        print(
+            f"worst case over users, {agent}: SR {sr:.2f} ({sr_env}), RCSR {rc:.2f} ({rc_env})",
+            file=out,
+        )
     print(
         f"\n95% percentile-bootstrap CIs over episodes ({metrics.N_BOOTSTRAP:,} resamples); "
         f"RCSR uses tau_q={metrics.TAU_Q}.",

@@ -79,6 +79,26 @@ class EvalResult:
         """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`)."""
         return metrics.format_table(self.summaries, columns)
 
+    def worst_case(self) -> dict[str, dict[str, tuple[str, float]]]:
+        """Per agent evaluated on several envs (user types): the worst SR@T and RCSR@T.
+
+        Returns:
+            ``{agent: {"sr": (env_id, value), "rcsr": (env_id, value)}}``.
+        """
+        out: dict[str, dict[str, tuple[str, float]]] = {}
+        by_agent: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for record in self.records:
+            by_agent.setdefault(record["agent"], {}).setdefault(record["env_id"], []).append(record)
+        for agent, groups in by_agent.items():
+            if len(groups) < 2:
+                continue
+            horizon = max(int(r.get("T", metrics.DEFAULT_T)) for g in groups.values() for r in g)
+            out[agent] = {
+                "sr": metrics.worst_case(groups, lambda r, t=horizon: metrics.success_rate(r, t)),
+                "rcsr": metrics.worst_case(groups, lambda r, t=horizon: metrics.rcsr(r, t)),
+            }
+        return out
+
 
 # -- validation --------------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ def table():
     result = evaluate(
         ["pushy", "scripted"], ["P4G-soft", "P4G-hard"], episodes=EPISODES, progress=False
     )
-    return {(row["agent"], row["env_id"]): row for row in result.summaries}
+    table = {(row["agent"], row["env_id"]): row for row in result.summaries}
+    table["worst"] = result.worst_case()
+    return table
 
 
 def test_pushy_fails_on_hard_users(table):
@@ -32,3 +34,9 @@ def test_soft_users_are_biased_and_rcsr_catches_it(table):
 def test_reasons_keep_rcsr_close_to_sr_on_hard_users(table):
     row = table["scripted", "P4G-hard-v0"]
     assert row["rcsr"] >= row["sr"] - 0.1
+
+
+def test_worst_case_over_users_is_the_hard_user(table):
+    env_id, value = table["worst"]["scripted"]["sr"]
+    assert env_id == "P4G-hard-v0"
+    assert value == table["scripted", "P4G-hard-v0"]["sr"]

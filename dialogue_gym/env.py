@@ -237,8 +237,9 @@ class DialogueEnv(ParallelEnv):
             infos[seat].update(
                 exchange=self.exchange, to_speak=self.turn == seat and not self._done
             )
-        terminated = dict.fromkeys(self.possible_agents, self._success_turn is not None)
-        truncated = dict.fromkeys(self.possible_agents, self._done and self._success_turn is None)
+        success = self._success_turn is not None
+        terminated: dict[str, bool] = dict.fromkeys(self.possible_agents, success)
+        truncated: dict[str, bool] = dict.fromkeys(self.possible_agents, self._done and not success)
         observations = self._observe_all()
         if self._done:
             record = self._episode_record()
@@ -299,8 +300,9 @@ class DialogueEnv(ParallelEnv):
         self._pending_estimate = estimate
 
     def _internal_system_turn(self, infos: dict[str, dict[str, Any]]) -> None:
+        assert self.system_policy is not None  # checked in __init__
         action = self.system_policy.act(self._observe(SYSTEM))
-        info = {"fallbacks": []}
+        info: dict[str, Any] = {"fallbacks": []}
         text, estimate = self._coerce(SYSTEM, action, info)
         infos[USER]["fallbacks"].extend(f"system_policy:{f}" for f in info["fallbacks"])
         self._system_says(text, estimate)

@@ -33,6 +33,7 @@ import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,8 @@ class EvalResult:
                 continue
             horizon = max(int(r.get("T", metrics.DEFAULT_T)) for g in groups.values() for r in g)
             out[agent] = {
-                "sr": metrics.worst_case(groups, lambda r, t=horizon: metrics.success_rate(r, t)),
-                "rcsr": metrics.worst_case(groups, lambda r, t=horizon: metrics.rcsr(r, t)),
+                "sr": metrics.worst_case(groups, partial(metrics.success_rate, T=horizon)),
+                "rcsr": metrics.worst_case(groups, partial(metrics.rcsr, T=horizon)),
             }
         return out
 

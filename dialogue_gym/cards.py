@@ -64,6 +64,10 @@ class Concern:
         belief_unresolved: Belief text while unresolved.
         belief_resolved: Belief text once resolved.
         desire_unresolved: Desire text while it dominates.
+        situational: When set, the concern is also addressed by talking about the user's own
+            situation (persona fact ``situation``): the similarity of the system turn to it,
+            plus this bonus, counts as an unlock score. Used where generic replies must not do
+            (EmpatheticDialogues: being *accurately* heard).
     """
 
     id: str
@@ -81,6 +85,7 @@ class Concern:
     belief_unresolved: str
     belief_resolved: str
     desire_unresolved: str
+    situational: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,30 +102,64 @@ class Style:
 
 @dataclasses.dataclass(frozen=True)
 class PersonaIngredients:
-    """Inputs of the deterministic persona-bank generator."""
+    """Inputs of the deterministic persona-bank generator.
+
+    Attributes:
+        count: Personas in the bank.
+        seed: Seed of the generator.
+        first_names: Names to draw from.
+        background_templates: Templates using ``{name}``, ``{age}`` and any slot name.
+        slots: Named value lists; each persona draws one value per slot (its *facts*, which
+            reply templates may also use as ``{slot}`` placeholders).
+        ages: Inclusive age range.
+    """
 
     count: int
     seed: int
     first_names: tuple[str, ...]
-    occupations: tuple[str, ...]
-    life_situations: tuple[str, ...]
-    giving_histories: tuple[str, ...]
     background_templates: tuple[str, ...]
+    slots: Mapping[str, tuple[str, ...]]
+    ages: tuple[int, int] = (19, 71)
 
 
 @dataclasses.dataclass(frozen=True)
 class SuccessJudgeSpec:
-    """Label set, label→reward map, success threshold and number of sampled judgments."""
+    """Label set, label→reward map, success rule and number of sampled judgments.
+
+    Attributes:
+        labels: Label → reward.
+        threshold: Success when the mean reward reaches it (rule ``"mean"``).
+        n: Number of sampled judgments (votes).
+        question: The judge's question (for LLM judges and people).
+        kind: Embedded judge implementation: ``"state"`` (reads the user's stance) or
+            ``"deal"`` (negotiation: deal detection and price extraction).
+        rule: ``"mean"`` (mean reward ≥ threshold) or ``"label"`` (the majority label must be
+            ``success_label``; EmpatheticDialogues).
+        success_label: The label required by rule ``"label"``.
+        decision_labels: Maps the simulator's stances (refused / neutral / positive / agree)
+            onto this task's labels (identity when the task uses the stances as labels).
+    """
 
     labels: Mapping[str, float]
     threshold: float
     n: int
     question: str
+    kind: str = "state"
+    rule: str = "mean"
+    success_label: str | None = None
+    decision_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # identity hash: cards key per-card caches
 class TaskCard:
-    """Everything task-specific about one dialogue task (see the module docstring)."""
+    """Everything task-specific about one dialogue task (see the module docstring).
+
+    Besides the sections named in the module docstring: ``user_model`` names the user
+    simulator family (``"cognitive"``; ``"seller"`` for negotiation), ``decision_trigger`` says
+    whether the user decides only when the system asks (``"ask"``: persuasion, sales) or on any
+    turn (``"any"``: empathy), and ``extra`` keeps any other top-level section of the TOML for
+    task-specific components.
+    """
 
     id: str
     title: str
@@ -141,6 +180,9 @@ class TaskCard:
     personas: PersonaIngredients
     mind: Mapping[str, str]
     source: str
+    user_model: str = "cognitive"
+    decision_trigger: str = "ask"
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def concern(self, concern_id: str) -> Concern:
         """Returns a concern by id."""
@@ -179,6 +221,21 @@ REQUIRED_REPLIES = (
 )
 
 
+# Top-level sections the parser reads; any other section is kept in ``TaskCard.extra`` for
+# task-specific user models (e.g. a seller's pricing rules).
+_SECTIONS = frozenset(
+    {"schema_version", "task", "target", "judge", "cues", "strategies", "concerns"}
+    | {"replies", "styles", "personas", "mind"}
+)
+
+
+def _choice(table: Mapping[str, Any], key: str, options: tuple[str, ...], default: str) -> str:
+    value = table.get(key, default)
+    if value not in options:
+        raise CardError(f"task.{key} must be one of {options}, got {value!r}")
+    return str(value)
+
+
 def _get(table: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in table:
         raise CardError(f"{where}: missing required key {key!r}")
@@ -204,6 +261,65 @@ def _patterns(table: Mapping[str, Any], key: str, where: str) -> tuple[re.Patter
     return tuple(compiled)
 
 
+# Older cards name three slots with dedicated keys; they map onto generic slots.
+_LEGACY_SLOTS = {
+    "occupations": "occupation",
+    "life_situations": "situation",
+    "giving_histories": "history",
+}
+
+
+def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
+    slots = {slot: _texts(p, key, "personas") for key, slot in _LEGACY_SLOTS.items() if key in p}
+    for slot in p.get("slots", {}):
+        slots[slot] = _texts(p["slots"], slot, "personas.slots")
+    templates = _texts(p, "background_templates", "personas")
+    known = {"name", "age", *slots}
+    for template in templates:
+        used = set(re.findall(r"{(\w+)}", template))
+        if used - known:
+            raise CardError(f"personas.background_templates: unknown slots {used - known}")
+    ages = tuple(int(a) for a in p.get("ages", (19, 71)))
+    if len(ages) != 2 or ages[0] > ages[1]:
+        raise CardError("personas.ages must be [low, high]")
+    return PersonaIngredients(
+        count=int(_get(p, "count", "personas")),
+        seed=int(_get(p, "seed", "personas")),
+        first_names=_texts(p, "first_names", "personas"),
+        background_templates=templates,
+        slots=slots,
+        ages=(ages[0], ages[1]),
+    )
+
+
+def _success_judge(judge: Mapping[str, Any]) -> SuccessJudgeSpec:
+    labels = {str(k): float(v) for k, v in _get(judge, "labels", "judge.success").items()}
+    rule = judge.get("rule", "mean")
+    if rule not in ("mean", "label"):
+        raise CardError(f"judge.success.rule must be 'mean' or 'label', got {rule!r}")
+    success_label = judge.get("success_label")
+    if rule == "label" and success_label not in labels:
+        raise CardError("judge.success.rule = 'label' needs a success_label from the labels")
+    stances = ("refused", "neutral", "positive", "agree")
+    mapping = {str(k): str(v) for k, v in judge.get("decision_labels", {}).items()}
+    if not mapping and set(labels) == set(stances):
+        mapping = {s: s for s in stances}
+    if mapping and (set(mapping) != set(stances) or not set(mapping.values()) <= set(labels)):
+        raise CardError(
+            f"judge.success.decision_labels must map {stances} onto the labels {sorted(labels)}"
+        )
+    return SuccessJudgeSpec(
+        labels=labels,
+        threshold=float(judge.get("threshold", 0.5)),
+        n=int(judge.get("n", 3)),
+        question=judge.get("question", ""),
+        kind=judge.get("kind", "state"),
+        rule=rule,
+        success_label=success_label,
+        decision_labels=mapping,
+    )
+
+
 def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
     """Validates a parsed TOML mapping and builds a :class:`TaskCard`.
 
@@ -215,7 +331,6 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
     task = _get(data, "task", source)
     target = _get(data, "target", source)
     judge = _get(_get(data, "judge", source), "success", f"{source}.judge")
-    labels = {str(k): float(v) for k, v in _get(judge, "labels", "judge.success").items()}
     strategies = tuple(
         Strategy(
             name=_get(s, "name", "strategies"),
@@ -252,6 +367,7 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
                 belief_unresolved=_get(c, "belief_unresolved", where),
                 belief_resolved=_get(c, "belief_resolved", where),
                 desire_unresolved=_get(c, "desire_unresolved", where),
+                situational=float(c["situational"]) if "situational" in c else None,
             )
         )
     known = {c.id for c in concerns}
@@ -272,16 +388,7 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
         )
         for s in _get(data, "styles", source)
     )
-    p = _get(data, "personas", source)
-    personas = PersonaIngredients(
-        count=int(_get(p, "count", "personas")),
-        seed=int(_get(p, "seed", "personas")),
-        first_names=_texts(p, "first_names", "personas"),
-        occupations=_texts(p, "occupations", "personas"),
-        life_situations=_texts(p, "life_situations", "personas"),
-        giving_histories=_texts(p, "giving_histories", "personas"),
-        background_templates=_texts(p, "background_templates", "personas"),
-    )
+    personas = _persona_ingredients(_get(data, "personas", source))
     mind_table = _get(data, "mind", source)
     mind = {key: str(_get(mind_table, key, "mind")) for key in REQUIRED_MIND}
     cues_table = data.get("cues", {})
@@ -300,12 +407,7 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
         max_exchanges=max_exchanges,
         domain=_texts(task, "domain", "task"),
         target=BDI.from_dict(target),
-        success_judge=SuccessJudgeSpec(
-            labels=labels,
-            threshold=float(_get(judge, "threshold", "judge.success")),
-            n=int(judge.get("n", 3)),
-            question=judge.get("question", ""),
-        ),
+        success_judge=_success_judge(judge),
         cues=cues,
         strategies=strategies,
         concerns=tuple(concerns),
@@ -314,6 +416,9 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
         personas=personas,
         mind=mind,
         source=source,
+        user_model=task.get("user_model", "cognitive"),
+        decision_trigger=_choice(task, "decision_trigger", ("ask", "any"), "ask"),
+        extra={k: v for k, v in data.items() if k not in _SECTIONS},
     )
 
 

@@ -28,15 +28,17 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.judges import default_success_judge
 from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
-from dialogue_gym.judges.embedded import StateRationalityJudge, StateSuccessJudge
+from dialogue_gym.judges.embedded import StateRationalityJudge
 from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.mind.latent import LatentSpace, RewardWeights, system_reward, user_reward
 from dialogue_gym.spaces import Utterance
+from dialogue_gym.users import build_user
 from dialogue_gym.users.base import UserSimulator, UserTurn
-from dialogue_gym.users.cognitive import CognitiveUser, UserPreset
+from dialogue_gym.users.cognitive import UserPreset
 
 SYSTEM, USER = "system", "user"
 SEATS = (SYSTEM, USER)
@@ -118,12 +120,12 @@ class DialogueEnv(ParallelEnv):
         self.encoder = make_encoder(encoder)
         self.latent = LatentSpace(self.encoder, *alphas)
         if isinstance(user, (str, UserPreset)):
-            user = CognitiveUser(self.card, self.encoder, preset=user)
+            user = build_user(self.card, self.encoder, user)
         self.user = user
         self.privileged = privileged
         self.student = student
         self.teacher = teacher or OracleTeacher()
-        self.success_judge = _build(success_judge, self.card, StateSuccessJudge)
+        self.success_judge = _build(success_judge, self.card, default_success_judge)
         self.rationality_judge = _build(rationality_judge, self.card, StateRationalityJudge)
         self.max_utterance_chars = max_utterance_chars
         self.render_mode = render_mode
@@ -169,6 +171,7 @@ class DialogueEnv(ParallelEnv):
         self._trace: dict[str, list[Any]] = {
             "q": [],
             "s": [],
+            "events": [],
             "labels": [],
             "scores": [],
             "r_system": [],
@@ -361,6 +364,7 @@ class DialogueEnv(ParallelEnv):
             ("scores", judgment.score),
             ("r_system", rewards[SYSTEM]),
             ("r_user", rewards[USER]),
+            ("events", turn.events),
         ):
             trace[key].append(value)
         if judgment.success and self._success_turn is None:
@@ -427,6 +431,27 @@ class DialogueEnv(ParallelEnv):
             "return_system": float(sum(trace["r_system"])),
             "return_user": float(sum(trace["r_user"])),
             "fallbacks": self._fallback_count,
+            **self._concern_metrics(),
+        }
+
+    def _concern_metrics(self) -> dict[str, float]:
+        """CSR and proactivity for users with latent concerns (CUS metrics).
+
+        CSR is the share of the user's concerns resolved at the end. Proactivity is the share
+        of exchanges in which the system took the initiative: it addressed a concern before the
+        user had voiced it, or steered to the goal (a request).
+        """
+        concerns = self.user.privileged().get("concerns")
+        if not concerns:
+            return {}
+        resolved = sum(c["status"] == "resolved" for c in concerns.values())
+        initiative = sum(
+            any(e == "ask" or e.startswith("proactive:") for e in events)
+            for events in self._trace["events"]
+        )
+        return {
+            "csr": resolved / len(concerns),
+            "proactivity": initiative / max(1, self.exchange),
         }
 
 

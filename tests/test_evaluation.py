@@ -158,7 +158,7 @@ def tiny_personas(card: TaskCard) -> tuple[Persona, ...]:
             id=f"tiny-{i:04d}",
             name=name,
             age=30 + i,
-            occupation="teacher",
+            facts={"occupation": "teacher"},
             background=f"{name} is a teacher who rarely gives.",
             style="plain",
             concerns=concerns,

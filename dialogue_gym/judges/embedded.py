@@ -1,9 +1,11 @@
 """Embedded (offline, deterministic) judges that read the simulator's state.
 
 The success judge casts three votes from three views of the user — the stance its reply
-states, its intention (the decision state) and its willingness — and maps them through the
-card's label→reward map and threshold exactly as the LLM judge's n sampled votes are. For P4G
-(threshold 0.6) two ``agree`` votes and one ``positive`` pass, as in the paper.
+states, its intention (the decision state) and its willingness — translates the stances into
+the task's labels (``decision_labels``: for ESConv refused/neutral/positive/agree are
+worse/same/somewhat_better/resolved) and maps them through the card's label→reward map and
+success rule exactly as the LLM judge's n sampled votes are. For P4G (threshold 0.6) two
+``agree`` votes and one ``positive`` pass, as in the paper.
 """
 
 from __future__ import annotations
@@ -31,17 +33,26 @@ def classify_stance(text: str, card: TaskCard) -> str:
 
 
 def aggregate(votes: list[str], card: TaskCard, n_failed: int = 0) -> Judgment:
-    """Maps labelled votes through the card's reward map and threshold."""
+    """Maps labelled votes through the card's reward map and success rule.
+
+    Rule ``"mean"``: success when the mean reward reaches the threshold. Rule ``"label"``:
+    success when the most frequent label (ties go to the more positive label) is the card's
+    ``success_label``.
+    """
     spec = card.success_judge
     rewards = tuple(spec.labels[v] for v in votes)
     score = sum(rewards) / len(rewards)
     counts = Counter(votes)
     label = max(counts, key=lambda v: (counts[v], spec.labels[v]))
+    if spec.rule == "label":
+        success = label == spec.success_label
+    else:
+        success = score >= spec.threshold - 1e-9
     return Judgment(
         votes=tuple(votes),
         rewards=rewards,
         score=score,
-        success=score >= spec.threshold - 1e-9,
+        success=success,
         label=label,
         n_failed=n_failed,
     )
@@ -59,12 +70,13 @@ class StateSuccessJudge:
     def __init__(
         self, card: TaskCard, agree_willingness: float = 0.6, positive_willingness: float = 0.35
     ) -> None:
-        if set(card.success_judge.labels) != set(DECISIONS):
+        if not card.success_judge.decision_labels:
             raise ValueError(
-                f"StateSuccessJudge needs the labels {DECISIONS}, card {card.id!r} has "
-                f"{sorted(card.success_judge.labels)}"
+                f"StateSuccessJudge needs judge.success.decision_labels mapping {DECISIONS} onto "
+                f"card {card.id!r}'s labels {sorted(card.success_judge.labels)}"
             )
         self.card = card
+        self.to_label = card.success_judge.decision_labels
         self.agree_w = agree_willingness
         self.positive_w = positive_willingness
 
@@ -79,7 +91,7 @@ class StateSuccessJudge:
             by_w = "positive"
         else:
             by_w = "neutral" if decision != "refused" else "refused"
-        return aggregate([stated, decision, by_w], self.card)
+        return aggregate([self.to_label[v] for v in (stated, decision, by_w)], self.card)
 
 
 class StateRationalityJudge:

@@ -1,15 +1,43 @@
 """User simulators."""
 
+import importlib
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import HARD, PRESETS, SOFT, CognitiveUser, UserPreset
 from dialogue_gym.users.persona import Persona, persona_bank
+
+# User-simulator families by the card's ``task.user_model``; "module:attr" so that a
+# family's code loads only when a card needs it.
+USER_MODELS = {
+    "cognitive": "dialogue_gym.users.cognitive:CognitiveUser",
+    "seller": "dialogue_gym.users.seller:SellerUser",
+}
+
+
+def build_user(card: TaskCard, encoder: Encoder, preset: str | UserPreset) -> UserSimulator:
+    """Builds the card's user model (``task.user_model``) with a preset (``soft``/``hard``).
+
+    Raises:
+        ValueError: Unknown user model or preset.
+    """
+    if card.user_model not in USER_MODELS:
+        known = sorted(USER_MODELS)
+        raise ValueError(
+            f"card {card.id!r}: unknown user_model {card.user_model!r}; known: {known}"
+        )
+    module, _, attr = USER_MODELS[card.user_model].partition(":")
+    return getattr(importlib.import_module(module), attr)(card, encoder, preset=preset)
+
 
 __all__ = [
     "DECISIONS",
     "HARD",
     "PRESETS",
     "SOFT",
+    "USER_MODELS",
     "CognitiveUser",
     "Perception",
     "Persona",
@@ -17,5 +45,6 @@ __all__ = [
     "UserSimulator",
     "UserTurn",
     "UtteranceAnalyzer",
+    "build_user",
     "persona_bank",
 ]

@@ -165,6 +165,11 @@ class CognitiveUser:
         self.past_embeddings: list[np.ndarray] = []
         self.used: set[str] = set()
         self.reasons_total = 0
+        # Situational concerns are addressed by talking about this persona's own situation.
+        self._situation: np.ndarray | None = None
+        situation = persona.facts.get("situation")
+        if situation and any(self.card.concern(c).situational is not None for c in self.concerns):
+            self._situation = np.asarray(self.analyzer.encoder.encode([situation])[0])
         self._state = self._compose_bdi()
 
     def reset(self, rng: np.random.Generator) -> BDI:
@@ -191,6 +196,13 @@ class CognitiveUser:
         base = w0 + (self.preset.w_full - w0) * solved / total
         return float(np.clip(base + self.affect + self.drift, 0.0, 1.0))
 
+    @property
+    def concern_solving_rate(self) -> float:
+        """CSR: the share of this persona's concerns that are resolved."""
+        if not self.concerns:
+            return 1.0
+        return sum(c.status == RESOLVED for c in self.concerns.values()) / len(self.concerns)
+
     def _blocking(self) -> list[str]:
         return [
             cid
@@ -206,6 +218,7 @@ class CognitiveUser:
             "preset": self.preset.name,
             "willingness": round(self.willingness, 4),
             "decision": self.decision,
+            "csr": self.concern_solving_rate,
             "concerns": {
                 cid: {
                     "status": c.status,
@@ -223,6 +236,12 @@ class CognitiveUser:
     def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
         """Applies one system utterance to the state; returns what moved."""
         p = self.analyzer.perceive(text)
+        if self._situation is not None and not p.empty:
+            similarity = float(self._situation @ p.embedding)
+            for cid in self.concerns:
+                bonus = self.card.concern(cid).situational
+                if bonus is not None:
+                    p.unlock[cid] = max(p.unlock[cid], similarity + bonus)
         preset = self.preset
         events: list[str] = []
         repetition = False
@@ -241,6 +260,8 @@ class CognitiveUser:
             self.affect -= preset.repetition_penalty
             self.mood -= 0.05
             events.append("repetition")
+        if p.ask:
+            events.append("ask")
         pressure = p.pressure_cue or (p.ask and self.decision == "refused")
         if pressure:
             self.affect -= preset.pressure_penalty
@@ -260,6 +281,8 @@ class CognitiveUser:
                     c.progress += 1
                     reasoned = True
                     events.append(f"addressed:{cid}")
+                    if not c.voiced:
+                        events.append(f"proactive:{cid}")
             elif p.anti[cid] >= preset.anti_threshold and p.anti[cid] > p.unlock[cid]:
                 c.progress = max(0, c.progress - 1)
                 self.affect -= preset.anti_penalty
@@ -275,26 +298,37 @@ class CognitiveUser:
         self.drift += preset.drift
         return p, events, repetition, reasoned
 
-    def _decide(self, p: Perception, reasoned: bool) -> tuple[str, bool]:
-        """The decision rule; returns (stance, justified)."""
+    def _decide(self, p: Perception, reasoned: bool, hurt: bool) -> tuple[str, bool]:
+        """The decision rule; returns (stance, justified).
+
+        The user decides when asked (``decision_trigger = "ask"``) or, for tasks whose outcome
+        is the user's own state (``"any"``: feeling heard), on every on-topic turn.
+        """
         preset = self.preset
         w = self.willingness
         blocking = self._blocking()
         previous = self.decision
-        if p.ask:
-            self.asks += 1
+        deciding = p.ask or (
+            self.card.decision_trigger == "any" and not (p.empty or p.off_topic or hurt)
+        )
+        if deciding:
+            self.asks += int(p.ask)
             ready = w >= preset.accept_threshold and (not blocking or not preset.require_resolved)
             if ready:
                 # Justified only when no blocking concern is left and the willingness was
                 # earned by reasons, not by the soft drift.
                 earned = w - self.drift >= preset.accept_threshold - 0.1
                 return "agree", not blocking and earned
-            concede = preset.concede_prob + preset.concede_growth * (self.asks - 1)
+            tries = self.asks if p.ask else self.exchange
+            concede = preset.concede_prob + preset.concede_growth * (tries - 1)
             if concede > 0 and self._rng.random() < concede:
                 return "agree", False
             if w >= preset.accept_threshold - 0.15 and not blocking:
                 return "positive", reasoned or previous in ("positive", "agree")
-            return "refused", True
+            if p.ask:
+                return "refused", True
+        if hurt and w < 0.35:
+            return "refused", True  # an anti-pattern or pressure leaves the user worse off
         if reasoned:
             stance = "positive" if w >= 0.4 else "neutral"
         elif previous == "refused":
@@ -324,8 +358,11 @@ class CognitiveUser:
                 return cid
         return None
 
-    def _amount(self) -> str:
-        return f"${min(self.persona.capacity, 2.0):.2f}"
+    def _fill(self, template: str) -> str:
+        """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
+        values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
+        values.update(self.persona.facts)
+        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
     def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
         replies = self.card.replies
@@ -335,9 +372,7 @@ class CognitiveUser:
             template = self._pick(key, replies[key])
             concern = self._top_concern()
             voice = self._voice(concern) if "{concern_voice}" in template and concern else ""
-            parts.append(
-                template.replace("{concern_voice}", voice).replace("{amount}", self._amount())
-            )
+            parts.append(self._fill(template.replace("{concern_voice}", voice)))
 
         if "empty" in events:
             say("empty")
@@ -354,7 +389,7 @@ class CognitiveUser:
                         if done
                         else ("partial", concern.ack_partial)
                     )
-                    parts.append(self._pick(f"{key}:{cid}", options))
+                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
                     break
             if repetition and not parts:
                 say("repetition")
@@ -369,6 +404,8 @@ class CognitiveUser:
                     say("refuse_concern")
                 else:
                     say("refuse")
+            elif stance == "agree":
+                say("agree")  # decided without being asked (decision_trigger = "any")
             elif p.greeting and self.exchange <= 1 and not parts:
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
@@ -378,6 +415,8 @@ class CognitiveUser:
                     say("greeting" if p.greeting and self.exchange <= 1 else "inquiry_open")
             elif p.greeting and not parts:
                 say("greeting")
+            elif stance == "refused" and any(e.startswith("anti:") for e in events):
+                say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
         text = " ".join(parts[:2])
@@ -428,7 +467,8 @@ class CognitiveUser:
         """Perceives the system turn, decides, and replies in the persona's style."""
         self.exchange += 1
         p, events, repetition, reasoned = self._perceive(system_text)
-        stance, justified = self._decide(p, reasoned)
+        hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
+        stance, justified = self._decide(p, reasoned, hurt)
         self.decision = stance
         text = self._realize(p, events, stance, repetition)
         self._state = self._compose_bdi()
@@ -443,7 +483,8 @@ class CognitiveUser:
         """
         self.exchange += 1
         p, events, _, reasoned = self._perceive(system_text)
-        stance, justified = self._decide(p, reasoned)
+        hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
+        stance, justified = self._decide(p, reasoned, hurt)
         self.decision = stance
         self._state = self._compose_bdi()
         return UserTurn(user_text, stance, self._state, justified, (*events, "external_reply"))

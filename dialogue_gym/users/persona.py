@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -18,23 +20,29 @@ class Persona:
         id: Stable id within the card's bank, e.g. ``"P4G-0042"``.
         name: First name.
         age: Age in years.
-        occupation: Occupation.
         background: Background-layer text.
         style: Id of the card style (external layer: tone, wording).
         concerns: Internal layer: ``(concern id, strength in (0, 1])`` pairs, strongest first.
         initial_willingness: Willingness w at the start of the dialogue, in [0, 1].
-        capacity: The most (in dollars) this user would give.
+        capacity: The most (in dollars) this user would give (persuasion tasks).
+        facts: The persona's slot values (``occupation``, ``situation`` …), also available to
+            reply templates as ``{slot}`` placeholders.
     """
 
     id: str
     name: str
     age: int
-    occupation: str
     background: str
     style: str
     concerns: tuple[tuple[str, float], ...]
     initial_willingness: float
     capacity: float
+    facts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def occupation(self) -> str:
+        """The ``occupation`` fact (empty when the card has no such slot)."""
+        return self.facts.get("occupation", "")
 
     def profile(self) -> str:
         """The visible profile text (background layer and style, no internal concerns)."""
@@ -44,6 +52,10 @@ class Persona:
 # How many latent concerns a persona carries, and with what probability.
 _CONCERN_COUNTS = (1, 2, 3)
 _CONCERN_COUNT_PROBS = (0.3, 0.45, 0.25)
+
+
+def _hashable_facts(facts: dict[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(facts))
 
 
 @functools.lru_cache(maxsize=16)
@@ -56,16 +68,10 @@ def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
     bank = []
     for index in range(ing.count):
         name = ing.first_names[int(rng.integers(len(ing.first_names)))]
-        age = int(rng.integers(19, 72))
-        occupation = ing.occupations[int(rng.integers(len(ing.occupations)))]
+        age = int(rng.integers(ing.ages[0], ing.ages[1] + 1))
         template = ing.background_templates[int(rng.integers(len(ing.background_templates)))]
-        background = template.format(
-            name=name,
-            age=age,
-            occupation=occupation,
-            situation=ing.life_situations[int(rng.integers(len(ing.life_situations)))],
-            history=ing.giving_histories[int(rng.integers(len(ing.giving_histories)))],
-        )
+        facts = {slot: values[int(rng.integers(len(values)))] for slot, values in ing.slots.items()}
+        background = template.format(name=name, age=age, **facts)
         k = int(rng.choice(_CONCERN_COUNTS, p=_CONCERN_COUNT_PROBS))
         chosen = rng.choice(len(concern_ids), size=min(k, len(concern_ids)), replace=False)
         strengths = rng.uniform(0.35, 1.0, size=len(chosen))
@@ -81,12 +87,12 @@ def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
                 id=f"{card.id}-{index:04d}",
                 name=name,
                 age=age,
-                occupation=occupation,
                 background=background,
                 style=styles[int(rng.integers(len(styles)))],
                 concerns=tuple(concerns),
                 initial_willingness=round(float(rng.uniform(0.1, 0.45)), 3),
                 capacity=round(float(rng.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0])), 2),
+                facts=_hashable_facts(facts),
             )
         )
     return tuple(bank)

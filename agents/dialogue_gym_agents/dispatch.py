@@ -1,0 +1,61 @@
+"""Task-dispatching agent factories: one agent name works on every task of the catalog.
+
+``scripted`` is the sensible hand-written agent of each task; ``pushy``, ``dismissive`` and
+``lowball`` are the bad agents the embedded worlds must punish. Each name maps a task id to the
+class that plays it; asking for a task a name does not cover fails with the covered tasks.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dialogue_gym.cards import TaskCard
+
+SCRIPTED = {
+    "P4G": "dialogue_gym_agents.baselines:ScriptedPersuader",
+    "ESConv": "dialogue_gym_agents.support:ScriptedSupporter",
+    "ED": "dialogue_gym_agents.support:ScriptedListener",
+    "CB": "dialogue_gym_agents.bargain:ScriptedBuyer",
+    "Merchant": "dialogue_gym_agents.sales:ScriptedSalesAgent",
+    "Courier": "dialogue_gym_agents.sales:ScriptedSalesAgent",
+}
+PUSHY = {
+    "P4G": "dialogue_gym_agents.baselines:PushyAgent",
+    "Merchant": "dialogue_gym_agents.sales:PushySalesAgent",
+    "Courier": "dialogue_gym_agents.sales:PushySalesAgent",
+}
+DISMISSIVE = {
+    "ESConv": "dialogue_gym_agents.support:DismissiveAgent",
+    "ED": "dialogue_gym_agents.support:DismissiveAgent",
+}
+LOWBALL = {"CB": "dialogue_gym_agents.bargain:LowballBuyer"}
+
+
+def _build(table: dict[str, str], name: str, card: TaskCard, **kwargs: Any) -> Any:
+    if card.id not in table:
+        raise ValueError(
+            f"agent {name!r} has no version for task {card.id!r}; it covers {sorted(table)}"
+        )
+    module, _, attr = table[card.id].partition(":")
+    return getattr(importlib.import_module(module), attr)(card=card, **kwargs)
+
+
+def scripted(card: TaskCard, **kwargs: Any) -> Any:
+    """The task's sensible hand-written agent."""
+    return _build(SCRIPTED, "scripted", card, **kwargs)
+
+
+def pushy(card: TaskCard, **kwargs: Any) -> Any:
+    """Asks for the goal every turn with pressure and no reasons (persuasion and sales)."""
+    return _build(PUSHY, "pushy", card, **kwargs)
+
+
+def dismissive(card: TaskCard, **kwargs: Any) -> Any:
+    """Platitudes, premature advice and changes of subject (support and empathy)."""
+    return _build(DISMISSIVE, "dismissive", card, **kwargs)
+
+
+def lowball(card: TaskCard, **kwargs: Any) -> Any:
+    """Insulting low offers and no arguments (negotiation)."""
+    return _build(LOWBALL, "lowball", card, **kwargs)

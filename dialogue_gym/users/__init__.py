@@ -6,7 +6,14 @@ from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserSimulator, UserTurn
-from dialogue_gym.users.cognitive import HARD, PRESETS, SOFT, CognitiveUser, UserPreset
+from dialogue_gym.users.cognitive import (
+    HARD,
+    PRESETS,
+    SOFT,
+    CognitiveUser,
+    UserPreset,
+    card_preset,
+)
 from dialogue_gym.users.persona import Persona, persona_bank
 
 # User-simulator families by the card's ``task.user_model``; "module:attr" so that a
@@ -46,5 +53,6 @@ __all__ = [
     "UserTurn",
     "UtteranceAnalyzer",
     "build_user",
+    "card_preset",
     "persona_bank",
 ]

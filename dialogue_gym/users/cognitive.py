@@ -100,6 +100,25 @@ SOFT = UserPreset(
 PRESETS = {"soft": SOFT, "hard": HARD}
 
 
+def card_preset(card: TaskCard, name: str) -> UserPreset:
+    """The shipped preset ``name`` with the card's calibration applied.
+
+    A card may tune a preset for its task in a ``[presets.soft]`` / ``[presets.hard]`` table
+    whose keys are :class:`UserPreset` fields (e.g. ``unlock_threshold = 0.5``).
+
+    Raises:
+        ValueError: Unknown preset name or field.
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown user preset {name!r}; choose from {sorted(PRESETS)}")
+    overrides = dict(card.extra.get("presets", {}).get(name, {}))
+    fields = {f.name for f in dataclasses.fields(UserPreset)} - {"name"}
+    unknown = set(overrides) - fields
+    if unknown:
+        raise ValueError(f"card {card.id!r}: presets.{name} has unknown fields {sorted(unknown)}")
+    return dataclasses.replace(PRESETS[name], **overrides)
+
+
 @dataclasses.dataclass
 class _ConcernState:
     strength: float
@@ -132,9 +151,7 @@ class CognitiveUser:
         personas: tuple[Persona, ...] | None = None,
     ) -> None:
         if isinstance(preset, str):
-            if preset not in PRESETS:
-                raise ValueError(f"unknown user preset {preset!r}; choose from {sorted(PRESETS)}")
-            preset = PRESETS[preset]
+            preset = card_preset(card, preset)
         self.card = card
         self.preset = preset
         self.analyzer = UtteranceAnalyzer(card, encoder)

@@ -84,8 +84,8 @@ def _register_catalog() -> None:
 _register_catalog()
 
 __all__ = [
-    "CATALOG",
     "BDI",
+    "CATALOG",
     "DialogueEnv",
     "EnvSpec",
     "EvalResult",

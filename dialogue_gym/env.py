@@ -438,20 +438,22 @@ class DialogueEnv(ParallelEnv):
         """CSR and proactivity for users with latent concerns (CUS metrics).
 
         CSR is the share of the user's concerns resolved at the end. Proactivity is the share
-        of exchanges in which the system took the initiative: it addressed a concern before the
-        user had voiced it, or steered to the goal (a request).
+        of the user's concerns the system addressed *before* the user voiced them: how well it
+        anticipated the latent concerns instead of only reacting.
         """
         concerns = self.user.privileged().get("concerns")
         if not concerns:
             return {}
         resolved = sum(c["status"] == "resolved" for c in concerns.values())
-        initiative = sum(
-            any(e == "ask" or e.startswith("proactive:") for e in events)
+        anticipated = {
+            event.split(":", 1)[1]
             for events in self._trace["events"]
-        )
+            for event in events
+            if event.startswith("proactive:")
+        }
         return {
             "csr": resolved / len(concerns),
-            "proactivity": initiative / max(1, self.exchange),
+            "proactivity": len(anticipated & set(concerns)) / len(concerns),
         }
 
 

@@ -560,8 +560,9 @@ def summarize(
     Returns:
         A dict with keys ``n`` (non-errored episodes), ``n_errored``, ``T``, ``tau_q``,
         ``sr``, ``sr_ci`` (``[low, high]``), ``at``, ``at_ci``, ``rcsr``, ``rcsr_ci``,
-        ``sr_curve``, ``rcsr_curve`` (lists of length ``T``) and ``mean_q`` (mean of all ``q``
-        entries recorded in non-errored episodes, pooled over exchanges). Values that are
+        ``sr_curve``, ``rcsr_curve`` (lists of length ``T``), ``mean_q`` (mean of all ``q``
+        entries recorded in non-errored episodes, pooled over exchanges), and ``csr`` and
+        ``proactivity`` (means over episodes that carry them, else ``None``). Values that are
         undefined because there are no non-errored episodes (or no ``q`` entries) are
         ``None`` instead of ``nan``.
     """
@@ -592,7 +593,16 @@ def summarize(
         "sr_curve": [_json_float(v) for v in sr_curve(valid, T)],
         "rcsr_curve": [_json_float(v) for v in rcsr_curve(valid, T, tau_q)],
         "mean_q": _json_float(_mean(all_q)),
+        # CUS metrics, present only for users with latent concerns.
+        "csr": _optional_mean(valid, "csr"),
+        "proactivity": _optional_mean(valid, "proactivity"),
     }
+
+
+def _optional_mean(records: Sequence[Record], key: str) -> float | None:
+    """Mean of ``key`` over the records that carry it; ``None`` when none does."""
+    values = [float(r[key]) for r in records if r.get(key) is not None]
+    return _json_float(_mean(values)) if values else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -603,7 +613,7 @@ DEFAULT_COLUMNS: tuple[str, ...] = ("agent", "env_id", "n", "n_errored", "sr", "
 """Columns shown by :func:`format_table` when none are given."""
 
 _CI_COLUMNS = {"sr": "SR@{T}", "at": "AT", "rcsr": "RCSR@{T}"}
-_HEADERS = {"n_errored": "errored", "env_id": "env", "mean_q": "mean q"}
+_HEADERS = {"n_errored": "errored", "env_id": "env", "mean_q": "mean q", "csr": "CSR"}
 
 
 def _is_missing(x: Any) -> bool:
@@ -658,13 +668,17 @@ def format_table(
     Args:
         rows: Summary rows.
         columns: Row keys to show, in order. Defaults to :data:`DEFAULT_COLUMNS`
-            (agent, env, n, errored, SR@T, AT, RCSR@T).
+            (agent, env, n, errored, SR@T, AT, RCSR@T), plus ``CSR`` and ``proactivity`` when
+            any row has them.
 
     Returns:
         The table as a string (header, separator line and one line per row, no trailing
         newline).
     """
     cols = list(columns) if columns is not None else list(DEFAULT_COLUMNS)
+    if columns is None:
+        # CUS tasks also report the concern solving rate and proactivity.
+        cols += [c for c in ("csr", "proactivity") if any(r.get(c) is not None for r in rows)]
     headers = [_header(c, rows) for c in cols]
     body = [[_fmt_cell(row, c) for c in cols] for row in rows]
     numeric = [

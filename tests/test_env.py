@@ -159,3 +159,16 @@ def test_render(make_env):
     env.step({"system": HELLO})
     text = env.render()
     assert HELLO in text and "exchange 1/8" in text
+
+
+def test_episode_record_has_cus_metrics(make_env):
+    env = make_env(privileged=True, max_exchanges=2)
+    env.reset(seed=4)
+    concerns = env.user.privileged()["concerns"]
+    first = next(iter(concerns))
+    # Address the first latent concern before the user has voiced it: that is proactive.
+    env.step({"system": env.card.concern(first).unlock[0]})
+    _, _, _, _, infos = env.step({"system": "Would you donate?"})
+    episode = infos["system"]["episode"]
+    assert 0.0 <= episode["csr"] <= 1.0
+    assert episode["proactivity"] == pytest.approx(1 / len(concerns))

@@ -19,4 +19,4 @@ def test_throughput_benchmark_runs(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [str(script), "--episodes", "2", "--env", "P4G-hard"])
     runpy.run_path(str(script), run_name="__main__")
     out = capsys.readouterr().out
-    assert "P4G-hard-v0" in out and "peak RSS" in out
+    assert "P4G-hard" in out and "peak RSS" in out

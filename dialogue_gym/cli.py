@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from dialogue_gym import metrics
 from dialogue_gym.agents import AgentResolutionError, available_agents
+from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
 
@@ -106,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("env_id", metavar="ID")
     play.add_argument("--seed", type=_seed, default=0, metavar="S")
     play.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
+
+    data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     return parser
 
 
@@ -320,7 +323,13 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-_COMMANDS = {"list": _cmd_list, "info": _cmd_info, "eval": _cmd_eval, "play": _cmd_play}
+_COMMANDS = {
+    "list": _cmd_list,
+    "info": _cmd_info,
+    "eval": _cmd_eval,
+    "play": _cmd_play,
+    "data": data_cli.run,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,7 @@ episode ended raises ``RuntimeError``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,6 +42,8 @@ from dialogue_gym.users.base import UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import UserPreset
 
 SYSTEM, USER = "system", "user"
+# Task id → the corpus its real episodes come from (``data=``).
+CORPORA = {"P4G": "p4g", "ESConv": "esconv", "ED": "ed", "CB": "cb"}
 SEATS = (SYSTEM, USER)
 SPEAKER_ID = {SYSTEM: 0, USER: 1}
 
@@ -71,6 +74,13 @@ class DialogueEnv(ParallelEnv):
         max_utterance_chars: Longer actions are truncated (flagged).
         render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints).
         env_id: Registry id, stamped into infos.
+        data: Draw episodes from the task's real corpus instead of the persona bank: a corpus
+            folder or file, or ``True`` for the folder in ``$DIALOGUE_GYM_DATA``. Each
+            episode's user is built from a real participant profile or situation of the
+            ``split`` (see :mod:`dialogue_gym.users.corpus`).
+        split: The corpus split to draw from (the held-out ``"test"`` split by default).
+        h0_turns: With ``data``, open every episode with this many real turns of the source
+            dialogue (context only: the user's state starts from its profile, not from them).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -96,6 +106,9 @@ class DialogueEnv(ParallelEnv):
         max_utterance_chars: int = 2000,
         render_mode: str | None = None,
         env_id: str | None = None,
+        data: str | Path | bool | None = None,
+        split: str = "test",
+        h0_turns: int = 0,
     ) -> None:
         self.card = card if isinstance(card, TaskCard) else load_card(card)
         external = tuple(external)
@@ -119,8 +132,14 @@ class DialogueEnv(ParallelEnv):
         self.weights = weights
         self.encoder = make_encoder(encoder)
         self.latent = LatentSpace(self.encoder, *alphas)
+        self._openings: dict[str, tuple[tuple[str, str], ...]] = {}
         if isinstance(user, (str, UserPreset)):
-            user = build_user(self.card, self.encoder, user)
+            personas = (
+                None if data in (None, False) else self._corpus_personas(data, split, h0_turns)
+            )
+            user = build_user(self.card, self.encoder, user, personas=personas)
+        elif data not in (None, False):
+            raise ValueError("data= draws personas for the built-in users; pass a preset as user")
         self.user = user
         self.privileged = privileged
         self.student = student
@@ -190,6 +209,8 @@ class DialogueEnv(ParallelEnv):
         self.agents = list(self.possible_agents)
         self._done = False
         self._z0_bdi = self.user.reset(self._rng)
+        persona = getattr(self.user, "persona", None)
+        self.history.extend(self._openings.get(getattr(persona, "id", ""), ()))
         self._z0 = self.latent.encode(self._z0_bdi)
         self._z = self._z0
         if self.system_policy is not None and hasattr(self.system_policy, "reset"):
@@ -267,6 +288,23 @@ class DialogueEnv(ParallelEnv):
         """Nothing to release for the embedded components."""
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _corpus_personas(self, data: str | Path | bool, split: str, h0_turns: int) -> Any:
+        """Personas (and opening contexts) from the card's corpus; see ``data`` above."""
+        from dialogue_gym.data import load_corpus, seeds_from  # the loaders are optional weight
+        from dialogue_gym.users.corpus import personas_from_seeds
+
+        corpus = CORPORA.get(self.card.id)
+        if corpus is None:
+            raise ValueError(
+                f"task {self.card.id!r} has no corpus; corpora exist for {sorted(CORPORA)}"
+            )
+        path = None if data is True else Path(data)  # True: $DIALOGUE_GYM_DATA
+        seeds = seeds_from(load_corpus(corpus, path, split=split), self.card.goal, h0_turns)
+        personas = personas_from_seeds(self.card, seeds)
+        for persona, seed in zip(personas, seeds, strict=True):
+            self._openings[persona.id] = tuple((t.role, t.text) for t in seed.h0 if t.text)
+        return personas
 
     def _coerce(self, seat: str, action: Any, info: dict[str, Any]) -> tuple[str, Any]:
         estimate = None

@@ -72,8 +72,8 @@ class Dialogue:
         id: Identifier, unique within the corpus and format (the corpus's own id where it has
             one, else ``<format>-<split>-<index>`` from the file position).
         split: ``"train"``, ``"valid"`` or ``"test"``; ``"unsplit"`` where the source has no
-            split (the original ESConv schema); ``"unknown"`` for ED per-emotion files read
-            without the split file.
+            split (the original ESConv schema); ``"unknown"`` where it cannot be told (a file
+            whose name names no split, ED per-emotion files read without the split file).
         turns: The utterances in order.
         profile: Attributes of the user-side participant (see the module docstring).
         situation: The task context (see the module docstring).

@@ -1,6 +1,7 @@
 """User simulators."""
 
 import importlib
+from typing import Any
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
@@ -24,8 +25,13 @@ USER_MODELS = {
 }
 
 
-def build_user(card: TaskCard, encoder: Encoder, preset: str | UserPreset) -> UserSimulator:
+def build_user(
+    card: TaskCard, encoder: Encoder, preset: str | UserPreset, **kwargs: Any
+) -> UserSimulator:
     """Builds the card's user model (``task.user_model``) with a preset (``soft``/``hard``).
+
+    Keyword arguments go to the model (e.g. ``personas=`` for corpus-grounded episodes;
+    ``None`` values are dropped so each model keeps its defaults).
 
     Raises:
         ValueError: Unknown user model or preset.
@@ -36,7 +42,8 @@ def build_user(card: TaskCard, encoder: Encoder, preset: str | UserPreset) -> Us
             f"card {card.id!r}: unknown user_model {card.user_model!r}; known: {known}"
         )
     module, _, attr = USER_MODELS[card.user_model].partition(":")
-    return getattr(importlib.import_module(module), attr)(card, encoder, preset=preset)
+    options = {k: v for k, v in kwargs.items() if v is not None}
+    return getattr(importlib.import_module(module), attr)(card, encoder, preset=preset, **options)
 
 
 __all__ = [

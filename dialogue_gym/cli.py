@@ -47,6 +47,17 @@ def _episodes(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    """Parses a positive int (an argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -102,6 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ev.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="episodes played at once (threads; for LLM-backed components)",
+    )
 
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
     play.add_argument("env_id", metavar="ID")
@@ -179,6 +197,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         out=run_dir,
         env_kwargs=env_kwargs,
         progress=not args.no_progress,
+        concurrency=args.concurrency,
     )
     print(result.table(), file=out)
     for agent, worst in result.worst_case().items():

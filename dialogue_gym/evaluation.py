@@ -31,8 +31,10 @@ import json
 import math
 import os
 import re
+import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -405,6 +407,7 @@ def evaluate(
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Any] | None = None,
     progress: bool = True,
+    concurrency: int = 1,
 ) -> EvalResult:
     """Evaluates each agent on each env for ``episodes`` seeded episodes.
 
@@ -424,6 +427,9 @@ def evaluate(
         env_kwargs: Overrides passed to every ``make`` (e.g. ``{"encoder": "hashing"}``).
         agent_kwargs: Extra keyword arguments for every agent factory.
         progress: Show a progress bar per (agent, env id) with the running SR and RCSR.
+        concurrency: Episodes run at once, each worker thread with its own env and agent —
+            for LLM-backed components, whose calls wait on the network. Results do not depend
+            on it (episode ``i`` is seeded by ``seed + i`` whichever thread plays it).
 
     Returns:
         The records and summaries (see :class:`EvalResult`).
@@ -436,6 +442,8 @@ def evaluate(
     """
     episodes = _check_episodes(episodes)
     seed = _check_seed(seed)
+    if not _is_int(concurrency) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
     agent_names = _names(agents, "agent")
     specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
     for name in agent_names:
@@ -445,7 +453,7 @@ def evaluate(
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
     out_dir = Path(out) if out is not None else None
-    plan = _Plan(episodes, seed, agent_kwargs, progress)
+    plan = _Plan(episodes, seed, agent_kwargs, progress, env_kwargs, concurrency)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         plan.episodes_path = out_dir / EPISODES_FILE
@@ -478,6 +486,8 @@ class _Plan:
     seed: int
     agent_kwargs: Mapping[str, Any]
     progress: bool
+    env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    concurrency: int = 1
     episodes_path: Path | None = None
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
@@ -515,28 +525,67 @@ def _run_pair(
     tally = _Tally(int(config["T"]))
     for record in records:
         tally.add(record)
+    card = getattr(base, "card", None)
+
+    def finish(i: int, result: dict[str, Any]) -> None:
+        line = _dumps(
+            {
+                **result,
+                "agent": name,
+                "env_id": env_id,
+                "episode": i,
+                "seed": seed + i,
+                "config_hash": config["config_hash"],
+            }
+        )
+        if plan.episodes_path is not None:
+            _append(plan.episodes_path, line)
+        record = json.loads(line)  # exactly what a resumed run reads back
+        records.append(record)
+        tally.add(record)
+        bar.set_postfix(tally.postfix(), refresh=False)
+        bar.update(1)
+
     with bar:
         bar.set_postfix(tally.postfix())
-        if todo:
-            card = getattr(base, "card", None)
+        if todo and plan.concurrency == 1:
             agent = make_agent(name, card=card, **plan.agent_kwargs)
             for i in todo:
-                line = _dumps(
-                    {
-                        **_run_episode(env, agent, seed + i),
-                        "agent": name,
-                        "env_id": env_id,
-                        "episode": i,
-                        "seed": seed + i,
-                        "config_hash": config["config_hash"],
-                    }
-                )
-                if plan.episodes_path is not None:
-                    _append(plan.episodes_path, line)
-                record = json.loads(line)  # exactly what a resumed run reads back
-                records.append(record)
-                tally.add(record)
-                bar.set_postfix(tally.postfix(), refresh=False)
-                bar.update(1)
+                finish(i, _run_episode(env, agent, seed + i))
+        elif todo:
+            _run_concurrently(plan, name, env_id, card, todo, finish)
     records.sort(key=lambda r: r["episode"])
     return records
+
+
+def _run_concurrently(
+    plan: _Plan,
+    name: str,
+    env_id: str,
+    card: Any,
+    todo: Sequence[int],
+    finish: Callable[[int, dict[str, Any]], None],
+) -> None:
+    """Plays ``todo`` on ``plan.concurrency`` threads, one env and agent per thread.
+
+    ``finish`` (writing, tallying) runs on this thread only, in completion order.
+    """
+    local = threading.local()
+    built: list[Any] = []
+    lock = threading.Lock()
+
+    def play(i: int) -> tuple[int, dict[str, Any]]:
+        if not hasattr(local, "env"):
+            local.env = make(env_id, **plan.env_kwargs)
+            local.agent = make_agent(name, card=card, **plan.agent_kwargs)
+            with lock:
+                built.append(local.env)
+        return i, _run_episode(local.env, local.agent, plan.seed + i)
+
+    try:
+        with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
+            for future in as_completed([pool.submit(play, i) for i in todo]):
+                finish(*future.result())
+    finally:
+        for env in built:
+            env.close()

@@ -508,3 +508,21 @@ def test_shipped_p4g_smoke() -> None:
     )
     assert len(result.records) == 2
     assert not any(r["errored"] for r in result.records)
+
+
+def test_concurrency_gives_the_same_records(tmp_path):
+    one = evaluate(
+        "scripted", "P4G-hard", episodes=6, env_kwargs={"encoder": "hashing"}, progress=False
+    )
+    four = evaluate(
+        "scripted",
+        "P4G-hard",
+        episodes=6,
+        env_kwargs={"encoder": "hashing"},
+        progress=False,
+        concurrency=4,
+        out=tmp_path,
+    )
+    assert one.records == four.records
+    with pytest.raises(ValueError, match="concurrency"):
+        evaluate("scripted", "P4G-hard", episodes=1, concurrency=0)

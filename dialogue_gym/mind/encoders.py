@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import itertools
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,6 +172,8 @@ class CachedEncoder:
         self._max = max_entries
         self.hits = 0
         self.misses = 0
+        # Envs in evaluation worker threads share one cache (and one model).
+        self._lock = threading.RLock()
 
     @property
     def name(self) -> str:
@@ -183,7 +186,11 @@ class CachedEncoder:
         return self.inner.dim
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """See :class:`Encoder`."""
+        """See :class:`Encoder` (thread-safe)."""
+        with self._lock:
+            return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
@@ -200,6 +207,7 @@ class CachedEncoder:
 
 
 _SHARED: dict[str, CachedEncoder] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 def make_encoder(name: str | Encoder = "minilm") -> Encoder:
@@ -214,6 +222,11 @@ def make_encoder(name: str | Encoder = "minilm") -> Encoder:
     """
     if not isinstance(name, str):
         return name if isinstance(name, CachedEncoder) else CachedEncoder(name)
+    with _SHARED_LOCK:  # worker threads must not load the weights twice
+        return _shared_encoder(name)
+
+
+def _shared_encoder(name: str) -> CachedEncoder:
     if name not in _SHARED:
         if name == "minilm":
             _SHARED[name] = CachedEncoder(MiniLMEncoder())

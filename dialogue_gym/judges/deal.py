@@ -1,0 +1,196 @@
+"""The embedded CraigslistBargain success judge: deal detection, price extraction, utility.
+
+MASP (Appendix C.7): the judge decides whether a deal has been reached and extracts the final
+price; if *any* sampled judgment says there is no deal, the outcome is ``no_deal``; otherwise
+the price is converted to the buyer-normalized utility ``(p_deal − p_seller) / (p_buyer −
+p_seller)`` and the exchange succeeds when it reaches the card's threshold (0.0: a deal at or
+below the listing price).
+
+The embedded judge casts its n = 3 votes from three views, as the LLM judge samples three
+readings of the transcript:
+
+1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues, refusal
+   cues winning) and names a price;
+2. **the seller's state** — the simulator has closed a deal (``privileged["deal"]``) at a price
+   matching the stated one;
+3. **the buyer's side** — the agreed price is one the buyer's last turn offered (or more), the
+   seller's previous price that the buyer accepted, or the midpoint the buyer asked to split.
+
+``p_seller`` (the listing price) and ``p_buyer`` (the buyer's target) come from the seller's
+privileged record; without one, from the first price the seller stated and the card's
+``listings.buyer_target_fraction``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.judges.base import Exchange, Judgment
+from dialogue_gym.judges.embedded import classify_stance
+from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in
+
+__all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment"]
+
+DEAL, NO_DEAL = "deal", "no_deal"
+_SYSTEM, _USER = "system", "user"
+
+
+@dataclasses.dataclass(frozen=True)
+class DealJudgment(Judgment):
+    """A :class:`~dialogue_gym.judges.base.Judgment` with the deal's price and utility.
+
+    Attributes:
+        deal_price: The agreed price (``None`` without a deal).
+        utility: The buyer-normalized utility of the deal (``None`` without a deal).
+        listing_price: ``p_seller`` used for the utility.
+        buyer_target: ``p_buyer`` used for the utility.
+    """
+
+    deal_price: float | None = None
+    utility: float | None = None
+    listing_price: float | None = None
+    buyer_target: float | None = None
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The deal fields as a dict (for infos)."""
+        return {
+            "deal_price": self.deal_price,
+            "utility": self.utility,
+            "listing_price": self.listing_price,
+            "buyer_target": self.buyer_target,
+        }
+
+
+class DealJudge:
+    """Deal/no-deal with a price and the buyer-utility threshold (see the module docstring).
+
+    Args:
+        card: The task card: labels ``deal`` and ``no_deal`` with their rewards, the utility
+            threshold (``judge.success.threshold``), reply and acceptance cues.
+        tolerance: Relative tolerance when comparing prices (at least $0.50).
+
+    Raises:
+        ValueError: The card's labels are not ``deal`` and ``no_deal``.
+    """
+
+    def __init__(self, card: TaskCard, tolerance: float = 0.01) -> None:
+        labels = card.success_judge.labels
+        if set(labels) != {DEAL, NO_DEAL}:
+            raise ValueError(
+                f"DealJudge needs judge.success.labels {{deal, no_deal}} on card {card.id!r}, "
+                f"got {sorted(labels)}"
+            )
+        self.card = card
+        self.threshold = card.success_judge.threshold
+        self.tolerance = tolerance
+        listings = card.extra.get("listings", {})
+        self.target_fraction = float(listings.get("buyer_target_fraction", 0.7))
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _tol(self, price: float) -> float:
+        return max(0.5, self.tolerance * abs(price))
+
+    def _prices(self, exchange: Exchange) -> tuple[float | None, float | None]:
+        privileged = exchange.privileged
+        listing = privileged.get("listing_price")
+        target = privileged.get("buyer_target")
+        if listing is None:
+            first = next((text for role, text in exchange.history if role == _USER), "")
+            listing = asking_price_in(first)
+        if listing is None:
+            return None, None
+        if target is None:
+            target = round(float(listing) * self.target_fraction)
+        return float(listing), float(target)
+
+    def _cue(self, name: str, text: str) -> bool:
+        return any(p.search(text) for p in self.card.cues.get(name, ()))
+
+    def _buyer_side(self, exchange: Exchange, price: float | None, listing: float | None) -> str:
+        """Vote 3: is ``price`` one the buyer's last turn offered, accepted or asked to split?"""
+        if price is None:
+            return NO_DEAL
+        tol = self._tol(price)
+        buyer = exchange.system
+        offer = offer_in(buyer, reference=listing)
+        if offer is not None and offer >= price - tol:
+            return DEAL
+        history = exchange.history
+        previous_seller = next(
+            (text for role, text in reversed(history[:-2]) if role == _USER), None
+        )
+        seller_price = (
+            offer_in(previous_seller, reference=listing) if previous_seller is not None else None
+        )
+        if (
+            seller_price is not None
+            and self._cue("accept", buyer)
+            and abs(seller_price - price) <= tol
+            and (offer is None or offer >= seller_price - tol)
+        ):
+            return DEAL
+        if seller_price is not None and offer is None and self._cue("split", buyer):
+            earlier = [
+                offer_in(text, reference=listing) for role, text in history[:-2] if role == _SYSTEM
+            ]
+            earlier_offers = [v for v in earlier if v is not None]
+            if earlier_offers and abs((earlier_offers[-1] + seller_price) / 2 - price) <= tol:
+                return DEAL
+        return NO_DEAL
+
+    # -- the protocol --------------------------------------------------------------------------
+
+    def judge(self, exchange: Exchange) -> DealJudgment:
+        """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
+        listing, target = self._prices(exchange)
+        n_failed = 0
+        # Vote 1: the seller's words.
+        stated = classify_stance(exchange.user, self.card) == "agree"
+        stated_price = offer_in(exchange.user, reference=listing) if stated else None
+        if stated and stated_price is None:
+            n_failed += 1  # a deal without a readable price cannot be scored
+        by_words = DEAL if stated_price is not None else NO_DEAL
+        # Vote 2: the seller's state.
+        privileged = exchange.privileged
+        if "deal" in privileged:
+            state_price = privileged.get("deal_price") if privileged.get("deal") else None
+        else:  # another user model: its stance
+            state_price = stated_price if exchange.turn.decision == "agree" else None
+        by_state = DEAL if state_price is not None else NO_DEAL
+        if (
+            state_price is not None
+            and stated_price is not None
+            and abs(float(state_price) - stated_price) > self._tol(stated_price)
+        ):
+            by_state = NO_DEAL  # the words and the state disagree on the price
+        price = stated_price if stated_price is not None else state_price
+        price = None if price is None else float(price)
+        # Vote 3: the buyer's side of the deal.
+        by_buyer = self._buyer_side(exchange, price, listing)
+        votes = (by_words, by_state, by_buyer)
+        deal = all(v == DEAL for v in votes)
+        utility = None
+        if deal and price is not None and listing is not None and target is not None:
+            try:
+                utility = buyer_utility(price, listing, target)
+            except ValueError:
+                utility = None
+        success = deal and utility is not None and utility >= self.threshold - 1e-9
+        labels = self.card.success_judge.labels
+        rewards = tuple(labels[v] for v in votes)
+        return DealJudgment(
+            votes=votes,
+            rewards=rewards,
+            score=sum(rewards) / len(rewards),
+            success=success,
+            label=DEAL if deal else NO_DEAL,
+            n_failed=n_failed,
+            deal_price=price if deal else None,
+            utility=utility,
+            listing_price=listing,
+            buyer_target=target,
+        )

@@ -377,6 +377,10 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
             raise CardError(f"strategies.{strategy.name}.addresses: unknown concerns {unknown}")
     replies_table = _get(data, "replies", source)
     replies = {key: _texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
+    # Further reply kinds are kept for task-specific user models.
+    replies.update(
+        {key: _texts(replies_table, key, "replies") for key in replies_table if key not in replies}
+    )
     styles = tuple(
         Style(
             id=_get(s, "id", "styles"),

@@ -197,6 +197,7 @@ class DialogueEnv(ParallelEnv):
             "r_user": [],
         }
         self._success_turn: int | None = None
+        self._outcome: dict[str, Any] = {}
         self._fallback_count = 0
 
     def reset(
@@ -420,6 +421,12 @@ class DialogueEnv(ParallelEnv):
             "inference_error": inference_error,
             "user_events": list(turn.events),
         }
+        # Task-specific judge outputs (a negotiation's deal price and buyer utility).
+        extra = getattr(judgment, "details", None)
+        if isinstance(extra, Mapping):
+            details.update(extra)
+            if judgment.success:
+                self._outcome = dict(extra)
         for seat in self.possible_agents:
             infos[seat].update(details)
             if self.privileged:
@@ -470,6 +477,7 @@ class DialogueEnv(ParallelEnv):
             "return_user": float(sum(trace["r_user"])),
             "fallbacks": self._fallback_count,
             **self._concern_metrics(),
+            **{k: v for k, v in self._outcome.items() if k in ("deal_price", "utility")},
         }
 
     def _concern_metrics(self) -> dict[str, float]:

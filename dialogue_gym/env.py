@@ -134,10 +134,8 @@ class DialogueEnv(ParallelEnv):
         self.latent = LatentSpace(self.encoder, *alphas)
         self._openings: dict[str, tuple[tuple[str, str], ...]] = {}
         if isinstance(user, (str, UserPreset)):
-            personas = (
-                None if data in (None, False) else self._corpus_personas(data, split, h0_turns)
-            )
-            user = build_user(self.card, self.encoder, user, personas=personas)
+            pools = {} if data in (None, False) else self._corpus_pools(data, split, h0_turns)
+            user = build_user(self.card, self.encoder, user, **pools)
         elif data not in (None, False):
             raise ValueError("data= draws personas for the built-in users; pass a preset as user")
         self.user = user
@@ -210,8 +208,8 @@ class DialogueEnv(ParallelEnv):
         self.agents = list(self.possible_agents)
         self._done = False
         self._z0_bdi = self.user.reset(self._rng)
-        persona = getattr(self.user, "persona", None)
-        self.history.extend(self._openings.get(getattr(persona, "id", ""), ()))
+        drawn = getattr(self.user, "listing", None) or getattr(self.user, "persona", None)
+        self.history.extend(self._openings.get(getattr(drawn, "id", ""), ()))
         self._z0 = self.latent.encode(self._z0_bdi)
         self._z = self._z0
         if self.system_policy is not None and hasattr(self.system_policy, "reset"):
@@ -290,10 +288,12 @@ class DialogueEnv(ParallelEnv):
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _corpus_personas(self, data: str | Path | bool, split: str, h0_turns: int) -> Any:
-        """Personas (and opening contexts) from the card's corpus; see ``data`` above."""
+    def _corpus_pools(
+        self, data: str | Path | bool, split: str, h0_turns: int
+    ) -> dict[str, tuple[Any, ...]]:
+        """User pools (personas, or a seller's listings) and openings from the task's corpus."""
         from dialogue_gym.data import load_corpus, seeds_from  # the loaders are optional weight
-        from dialogue_gym.users.corpus import personas_from_seeds
+        from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
 
         corpus = CORPORA.get(self.card.id)
         if corpus is None:
@@ -302,10 +302,17 @@ class DialogueEnv(ParallelEnv):
             )
         path = None if data is True else Path(data)  # True: $DIALOGUE_GYM_DATA
         seeds = seeds_from(load_corpus(corpus, path, split=split), self.card.goal, h0_turns)
-        personas = personas_from_seeds(self.card, seeds)
-        for persona, seed in zip(personas, seeds, strict=True):
-            self._openings[persona.id] = tuple((t.role, t.text) for t in seed.h0 if t.text)
-        return personas
+        openings = {
+            f"{seed.corpus}:{seed.dialogue_id}": tuple((t.role, t.text) for t in seed.h0 if t.text)
+            for seed in seeds
+        }
+        if self.card.user_model == "seller":
+            pool: dict[str, tuple[Any, ...]] = {"listings": listings_from_seeds(self.card, seeds)}
+        else:
+            pool = {"personas": personas_from_seeds(self.card, seeds)}
+        ids = {item.id for items in pool.values() for item in items}
+        self._openings.update({key: turns for key, turns in openings.items() if key in ids})
+        return pool
 
     def _coerce(self, seat: str, action: Any, info: dict[str, Any]) -> tuple[str, Any]:
         estimate = None

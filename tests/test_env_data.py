@@ -58,3 +58,15 @@ def test_data_true_reads_the_environment_variable(monkeypatch):
 def test_tasks_without_a_corpus_say_so(tmp_path):
     with pytest.raises(DataNotFoundError):
         dialogue_gym.make("P4G-hard", encoder="hashing", data=tmp_path)
+
+
+def test_cb_listings_come_from_the_corpus():
+    if "CB-hard-v0" not in dialogue_gym.registry:
+        pytest.skip("the CB card is not shipped")
+    env = dialogue_gym.make("CB-hard", encoder="hashing", data=DATA / "craigslist_bargain")
+    listings = env.user.listings
+    assert len(listings) > 700 and all(item.id.startswith("cb:") for item in listings)
+    assert all(item.buyer_target < item.price for item in listings)
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step({"system": "Hi! Is it still available?"})
+    assert env.user.privileged()["listing_price"] == env.user.listing.price

@@ -6,6 +6,7 @@ Examples::
     dialogue-gym info P4G-hard
     dialogue-gym eval P4G-soft P4G-hard --agent scripted --agent pushy --episodes 50
     dialogue-gym play P4G-hard --seed 3
+    dialogue-gym annotate esconv --split train --backend openai:gpt-4o-2024-08-06
 
 Usage errors (an unknown env id or agent, bad arguments) print one line to stderr and exit
 with status 2; no traceback.
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from dialogue_gym import annotate as annotate_cli
 from dialogue_gym import metrics
 from dialogue_gym.agents import AgentResolutionError, available_agents
 from dialogue_gym.data import cli as data_cli
@@ -127,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
+    annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`
     return parser
 
 
@@ -348,6 +351,7 @@ _COMMANDS = {
     "eval": _cmd_eval,
     "play": _cmd_play,
     "data": data_cli.run,
+    "annotate": annotate_cli.run,
 }
 
 

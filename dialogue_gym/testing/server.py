@@ -1,0 +1,736 @@
+"""An OpenAI-compatible HTTP test server with scripted replies and injectable faults.
+
+It serves ``POST /v1/chat/completions`` (JSON, or server-sent events with ``"stream": true``)
+and ``GET /v1/models`` on 127.0.0.1, from a ``ThreadingHTTPServer`` in a background thread::
+
+    with TestServer(replies=["Hello!", "Bye."]) as server:
+        backend = make_backend("openai:test-model", base_url=server.url)
+        server.set_faults(["429", "500"])          # the next two chat requests fail
+        ...
+        assert server.request_count == 3
+
+Replies come from a list (handed out in order, then echo), a callable ``f(body) -> str`` (the
+parsed request body), or echo (the default): ``"echo: <last user message>"``. ``max_tokens``
+(whitespace tokens) and ``stop`` are applied to the reply; ``n`` returns that many choices.
+
+Faults (strings or :class:`Fault`), consumed one per chat request after :meth:`set_faults`:
+
+==================  ==========================================================================
+``"429[:S]"``       429 with ``Retry-After: S`` (default 0)
+``"500"``, ``"503"`` that status (any ``"status:CODE"`` too; 4xx are not retried by clients)
+``"timeout[:S]"``   sleep S seconds (default 5) before answering — past the client's timeout
+``"malformed"``     200 with a body that is not JSON
+``"truncate"``      close the connection in the middle of the body (of the SSE stream)
+``"disconnect"``    close the connection without any response
+``"ok"`` / None     answer normally
+==================  ==========================================================================
+
+Run from a shell (prints the base URL on the first line)::
+
+    python -m dialogue_gym.testing.server --port 0 --fail-first 2 --fault 429:0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Fault", "RequestRecord", "TestServer", "main"]
+
+FAULT_KINDS = ("ok", "status", "timeout", "malformed", "truncate", "disconnect")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the server does to one request.
+
+    Attributes:
+        kind: ``"ok"``, ``"status"``, ``"timeout"``, ``"malformed"``, ``"truncate"`` or
+            ``"disconnect"``.
+        status: HTTP status of a ``"status"`` fault.
+        retry_after: ``Retry-After`` header value (seconds) of a ``"status"`` fault.
+        delay: Seconds a ``"timeout"`` fault sleeps before answering.
+    """
+
+    kind: str = "ok"
+    status: int = 500
+    retry_after: float | None = None
+    delay: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {FAULT_KINDS}")
+
+    @classmethod
+    def parse(cls, spec: str | Fault | None) -> Fault:
+        """Read ``"429:0.5"``, ``"500"``, ``"status:418"``, ``"timeout:2"``, ``"malformed"``, ..."""
+        if spec is None:
+            return cls()
+        if isinstance(spec, Fault):
+            return spec
+        name, _, arg = str(spec).strip().lower().partition(":")
+        if name.isdigit():
+            status = int(name)
+            retry_after = float(arg) if arg else (0.0 if status == 429 else None)
+            return cls("status", status=status, retry_after=retry_after)
+        if name == "status":
+            return cls("status", status=int(arg))
+        if name == "timeout":
+            return cls("timeout", delay=float(arg) if arg else 5.0)
+        if name in ("ok", "none", ""):
+            return cls()
+        return cls(name)
+
+
+@dataclass
+class RequestRecord:
+    """One request the server received (the ``Authorization`` header is never kept).
+
+    Attributes:
+        index: 0-based number among all requests.
+        method: ``GET`` or ``POST``.
+        path: Request path.
+        body: Parsed JSON body (``None`` for GET or unparsable bodies).
+        fault: The fault applied (``"ok"`` when none).
+        authorized: An ``Authorization`` header was present.
+        started: ``time.monotonic()`` when handling began.
+        finished: ``time.monotonic()`` when the response was sent (or the fault applied).
+        status: HTTP status sent (``None`` for connection faults).
+    """
+
+    index: int
+    method: str
+    path: str
+    body: Any = None
+    fault: str = "ok"
+    authorized: bool = False
+    started: float = 0.0
+    finished: float | None = None
+    status: int | None = None
+
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class _State:
+    replies: list[str] = field(default_factory=list)
+    responder: Responder | None = None
+    faults: dict[int, Fault] = field(default_factory=dict)
+    fault_fn: Callable[..., Fault | str | None] | None = None
+    chat_count: int = 0  # chat requests since the last set_faults (fault schedule index)
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
+
+
+def _last_user(messages: Any) -> str:
+    if isinstance(messages, list):
+        for message in reversed(messages):
+            if isinstance(message, Mapping) and message.get("role") == "user":
+                content = message.get("content", "")
+                return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def _word_count(messages: Any) -> int:
+    if not isinstance(messages, list):
+        return 0
+    return sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, Mapping))
+
+
+class TestServer:
+    """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+    Args:
+        replies: A list of reply texts (served in order, then echo), a callable
+            ``f(body) -> str`` of the parsed request body, or ``None`` for echo.
+        model: Model id reported by ``/v1/models`` (any requested model is accepted).
+        latency: Seconds each chat request waits before answering (a number, or a callable
+            of the request index).
+        faults: Initial fault schedule (see :meth:`set_faults`).
+        require_api_key: When set, requests without ``Authorization: Bearer <key>`` get 401.
+        host: Interface (``127.0.0.1``).
+        port: Port (0: any free port).
+        stream_chunk_delay: Seconds between SSE chunks.
+
+    Attributes:
+        requests: Every request received, in arrival order.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        replies: Sequence[str] | Responder | None = None,
+        *,
+        model: str = "test-model",
+        latency: float | Callable[[int], float] = 0.0,
+        faults: Any = None,
+        require_api_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        stream_chunk_delay: float = 0.0,
+    ) -> None:
+        self.model = model
+        self.latency = latency
+        self.host = host
+        self.port = port
+        self.stream_chunk_delay = float(stream_chunk_delay)
+        self._require_key = require_api_key
+        self.requests: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._state = _State()
+        self.set_replies(replies)
+        self.set_faults(faults)
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> TestServer:
+        """Bind and serve in a daemon thread; returns ``self``."""
+        if self._httpd is not None:
+            return self
+        handler = type("_BoundHandler", (_Handler,), {"server_ref": self})
+        httpd = ThreadingHTTPServer((self.host, self.port), handler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False
+        self._httpd = httpd
+        self.port = httpd.server_address[1]
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (sleeping handlers wake up and drop their connections)."""
+        self._stopping.set()
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> TestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Base URL for OpenAI clients: ``http://127.0.0.1:PORT/v1``."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not running; use start() or a with block")
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def set_replies(self, replies: Sequence[str] | Responder | None) -> None:
+        """Replace the reply script (a list, a callable of the body, or ``None`` for echo)."""
+        with self._lock:
+            if replies is None:
+                self._state.replies, self._state.responder = [], None
+            elif callable(replies):
+                self._state.replies, self._state.responder = [], replies
+            elif isinstance(replies, str):
+                raise TypeError("replies must be a list of strings, not a string")
+            else:
+                self._state.replies, self._state.responder = [str(r) for r in replies], None
+
+    def set_faults(
+        self,
+        faults: Sequence[str | Fault | None]
+        | Mapping[int, str | Fault]
+        | Callable[..., Fault | str | None]
+        | str
+        | Fault
+        | None = None,
+        *,
+        fail_first: int | None = None,
+    ) -> None:
+        """Set the fault schedule of the coming chat requests (counted from this call).
+
+        Args:
+            faults: A list (the i-th coming chat request gets ``faults[i]``, later ones
+                none), a dict ``{i: fault}``, a callable ``f(i) -> fault`` or
+                ``f(i, body) -> fault`` (``body``: the parsed request), one fault (applied
+                to every request, or to the first ``fail_first``), or ``None`` (no faults).
+            fail_first: With a single fault: apply it to the first ``fail_first`` requests
+                only (``set_faults("429", fail_first=2)``).
+        """
+        state = _State(replies=self._state.replies, responder=self._state.responder)
+        if faults is None:
+            pass
+        elif isinstance(faults, (str, Fault)):
+            fault = Fault.parse(faults)
+            if fail_first is None:
+                state.fault_fn = lambda i: fault
+            else:
+                state.faults = dict.fromkeys(range(fail_first), fault)
+        elif callable(faults):
+            state.fault_fn = faults
+        elif isinstance(faults, Mapping):
+            state.faults = {int(i): Fault.parse(f) for i, f in faults.items()}
+        else:
+            state.faults = {i: Fault.parse(f) for i, f in enumerate(faults)}
+        with self._lock:
+            self._state = state
+
+    def reset(self) -> None:
+        """Forget the request log and counters (replies and faults are kept)."""
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = 0
+
+    # -- counters -------------------------------------------------------------------------------
+
+    @property
+    def request_count(self) -> int:
+        """Requests received (all paths)."""
+        with self._lock:
+            return len(self.requests)
+
+    @property
+    def chat_requests(self) -> list[RequestRecord]:
+        """The ``/chat/completions`` requests received."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def in_flight(self) -> int:
+        """Chat requests being handled now."""
+        with self._lock:
+            return self._in_flight
+
+    # -- used by the handler --------------------------------------------------------------------
+
+    def _begin(self, method: str, path: str, authorized: bool) -> RequestRecord:
+        with self._lock:
+            record = RequestRecord(
+                index=len(self.requests),
+                method=method,
+                path=path,
+                authorized=authorized,
+                started=time.monotonic(),
+            )
+            self.requests.append(record)
+            return record
+
+    def _enter_chat(self, body: dict[str, Any]) -> tuple[Fault, int]:
+        with self._lock:
+            i = self._state.chat_count
+            self._state.chat_count += 1
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if self._state.fault_fn is not None:
+                fn = self._state.fault_fn
+                fault = Fault.parse(fn(i, body) if _takes_two(fn) else fn(i))  # type: ignore[call-arg]
+            else:
+                fault = self._state.faults.get(i, Fault())
+            return fault, i
+
+    def _leave_chat(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _reply_text(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            responder = self._state.responder
+            scripted = self._state.replies.pop(0) if self._state.replies else None
+        if responder is not None:
+            return str(responder(body))
+        if scripted is not None:
+            return scripted
+        return f"echo: {_last_user(body.get('messages'))}"
+
+    def _latency(self, index: int) -> float:
+        return float(self.latency(index) if callable(self.latency) else self.latency)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless the server stops; returns whether it is still running."""
+        if seconds > 0:
+            return not self._stopping.wait(seconds)
+        return not self._stopping.is_set()
+
+    def _check_key(self, header: str | None) -> bool:
+        if self._require_key is None:
+            return True
+        return header == f"Bearer {self._require_key}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "dialogue-gym-test/1.0"
+    server_ref: TestServer
+    timeout = 30
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    # -- responses ------------------------------------------------------------------------------
+
+    def _send_json(
+        self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _error(
+        self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self._send_json(
+            status,
+            {"error": {"message": message, "type": kind, "param": None, "code": None}},
+            headers,
+        )
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+        finally:
+            self.connection.shutdown(2)  # both directions: the client sees EOF at once
+
+    # -- routing --------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        """``GET /v1/models`` (and ``/v1/models/{id}``)."""
+        srv = self.server_ref
+        record = srv._begin("GET", self.path, self.headers.get("Authorization") is not None)
+        try:
+            if not srv._check_key(self.headers.get("Authorization")):
+                record.status = 401
+                self._error(401, "Incorrect API key provided.", "invalid_request_error")
+            elif self.path.rstrip("/") in ("/v1/models", "/models"):
+                record.status = 200
+                self._send_json(200, {"object": "list", "data": [self._model_card()]})
+            elif self.path.startswith(("/v1/models/", "/models/")):
+                record.status = 200
+                self._send_json(200, self._model_card(self.path.rsplit("/", 1)[-1]))
+            else:
+                record.status = 404
+                self._error(404, f"no route {self.path}", "not_found")
+        finally:
+            record.finished = time.monotonic()
+
+    def _model_card(self, model: str | None = None) -> dict[str, Any]:
+        return {
+            "id": model or self.server_ref.model,
+            "object": "model",
+            "created": 0,
+            "owned_by": "dialogue-gym",
+        }
+
+    def do_POST(self) -> None:
+        """``POST /v1/chat/completions``."""
+        srv = self.server_ref
+        record = srv._begin("POST", self.path, self.headers.get("Authorization") is not None)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            record.body = json.loads(raw) if raw else None
+        except ValueError:
+            record.body = None
+        try:
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                record.status = 404
+                self._error(404, f"no route {self.path}", "not_found")
+                return
+            if not srv._check_key(self.headers.get("Authorization")):
+                record.status = 401
+                self._error(401, "Incorrect API key provided.", "invalid_request_error")
+                return
+            if not isinstance(record.body, dict) or not isinstance(
+                record.body.get("messages"), list
+            ):
+                record.status = 400
+                self._error(400, "body must be JSON with a 'messages' list", "invalid_request")
+                return
+            fault, index = srv._enter_chat(record.body)
+            record.fault = fault.kind if fault.kind != "status" else str(fault.status)
+            try:
+                self._chat(record, record.body, fault, index)
+            finally:
+                srv._leave_chat()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            record.finished = time.monotonic()
+
+    def _chat(self, record: RequestRecord, body: dict[str, Any], fault: Fault, index: int) -> None:
+        srv = self.server_ref
+        if not srv._sleep(srv._latency(index)):
+            return self._drop()
+        if fault.kind == "timeout":
+            if not srv._sleep(fault.delay):
+                return self._drop()
+        elif fault.kind == "disconnect":
+            return self._drop()
+        elif fault.kind == "status":
+            record.status = fault.status
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = f"{fault.retry_after:g}"
+            kind = "rate_limit_exceeded" if fault.status == 429 else "server_error"
+            return self._error(fault.status, f"injected fault {fault.status}", kind, headers)
+        elif fault.kind == "malformed":
+            record.status = 200
+            data = b'{"id": "chatcmpl-broken", "choices": [{"message": {"content": "unterminated'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+
+        n = body.get("n") or 1
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        stop = body.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        choices = []
+        for _ in range(int(n)):
+            text = srv._reply_text(body)
+            cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+            finish = "stop"
+            if cut >= 0:
+                text = text[:cut]
+            if max_tokens is not None and len(text.split()) > int(max_tokens):
+                text, finish = " ".join(text.split()[: int(max_tokens)]), "length"
+            choices.append((text, finish))
+        prompt_tokens = _word_count(body.get("messages"))
+        completion_tokens = sum(len(t.split()) for t, _ in choices)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        model = str(body.get("model") or srv.model)
+        cid = f"chatcmpl-test-{record.index}"
+        record.status = 200
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return self._stream(cid, model, choices, usage if include_usage else None, fault)
+        if fault.kind == "truncate":
+            data = json.dumps(self._completion(cid, model, choices, usage)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            return self._drop()
+        self._send_json(200, self._completion(cid, model, choices, usage))
+        return None
+
+    @staticmethod
+    def _completion(
+        cid: str, model: str, choices: list[tuple[str, str]], usage: dict[str, int]
+    ) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
+                    "logprobs": None,
+                }
+                for i, (text, finish) in enumerate(choices)
+            ],
+            "usage": usage,
+        }
+
+    def _stream(
+        self,
+        cid: str,
+        model: str,
+        choices: list[tuple[str, str]],
+        usage: dict[str, int] | None,
+        fault: Fault,
+    ) -> None:
+        srv = self.server_ref
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk_of(index: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+            return {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+            }
+
+        events: list[dict[str, Any] | str] = []
+        for i, (text, finish) in enumerate(choices):
+            events.append(chunk_of(i, {"role": "assistant", "content": ""}, None))
+            pieces = text.split(" ")
+            for k, piece in enumerate(pieces):
+                if piece or k == 0:
+                    events.append(chunk_of(i, {"content": piece if k == 0 else " " + piece}, None))
+            events.append(chunk_of(i, {}, finish))
+        if usage is not None:
+            events.append(
+                {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            )
+        events.append("[DONE]")
+        cut = max(1, len(events) // 2) if fault.kind == "truncate" else None
+        for k, event in enumerate(events):
+            if cut is not None and k >= cut:
+                return self._drop()  # no terminating chunk: the client sees a broken body
+            payload = event if isinstance(event, str) else json.dumps(event)
+            self._write_chunk(f"data: {payload}\n\n".encode())
+            if self.stream_delay and not srv._sleep(self.stream_delay):
+                return self._drop()
+        self._write_chunk(b"")
+        return None
+
+    @property
+    def stream_delay(self) -> float:
+        return self.server_ref.stream_chunk_delay
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def _read_replies(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return [line for line in text.splitlines() if line.strip()]
+    if not isinstance(data, list):
+        raise SystemExit(f"{path}: expected a JSON list of strings or one reply per line")
+    return [str(x) for x in data]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the test server until interrupted (prints the base URL, then one JSON line)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dialogue_gym.testing.server", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--model", default="test-model")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat request")
+    parser.add_argument("--stream-chunk-delay", type=float, default=0.0)
+    parser.add_argument(
+        "--replies", metavar="FILE", help="JSON list or one reply per line (default: echo)"
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="429[:retry_after], 500, status:CODE, timeout[:s], malformed, truncate, disconnect."
+        " Once: every chat request (or the first N with --fail-first); repeated: one fault per"
+        " request for the first requests, then none",
+    )
+    parser.add_argument(
+        "--fail-first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="apply the (single) --fault to the first N chat requests only",
+    )
+    parser.add_argument(
+        "--require-api-key-env",
+        metavar="VAR",
+        help="answer 401 unless the bearer token equals $VAR",
+    )
+    parser.add_argument("--duration", type=float, default=None, help="stop after S seconds")
+    args = parser.parse_args(argv)
+
+    import os
+
+    key = os.environ.get(args.require_api_key_env) if args.require_api_key_env else None
+    if args.require_api_key_env and not key:
+        parser.error(f"environment variable {args.require_api_key_env} is not set")
+    faults: Any = None
+    if args.fail_first is not None:
+        if len(args.fault) != 1:
+            parser.error("--fail-first needs exactly one --fault")
+        faults = args.fault[0]
+    elif len(args.fault) == 1:
+        faults = args.fault[0]  # one fault: every request
+    elif args.fault:
+        faults = list(args.fault)
+    server = TestServer(
+        _read_replies(args.replies) if args.replies else None,
+        model=args.model,
+        latency=args.latency,
+        require_api_key=key,
+        host=args.host,
+        port=args.port,
+        stream_chunk_delay=args.stream_chunk_delay,
+    )
+    server.set_faults(faults, fail_first=args.fail_first)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with server:
+        print(server.url, flush=True)
+        print(json.dumps({"url": server.url, "port": server.port, "model": args.model}), flush=True)
+        stop.wait(args.duration)
+    print(json.dumps({"requests": server.request_count}), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

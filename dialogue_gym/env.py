@@ -81,6 +81,22 @@ class DialogueEnv(ParallelEnv):
         split: The corpus split to draw from (the held-out ``"test"`` split by default).
         h0_turns: With ``data``, open every episode with this many real turns of the source
             dialogue (context only: the user's state starts from its profile, not from them).
+        judges: ``"embedded"`` (default: read the simulator's state) or ``"llm"`` (the paper's
+            LLM success judge with n sampled votes and the rationality judge, on ``backend``).
+            Explicit ``success_judge``/``rationality_judge`` objects take precedence.
+        realizer: ``"template"`` (default) or ``"llm"``: the user's state machine decides and
+            the LLM words the reply in the persona's style (cognitive users only).
+        backend: The LLM backend for ``judges="llm"``, ``realizer="llm"`` and the
+            ``"llm-soft"``/``"llm-hard"`` users: a spec such as ``"openai:gpt-4o-mini"``,
+            ``"hf:smollm2"`` or ``"fake"``, or a backend object.
+        backend_cache: SQLite record/replay cache for the backend's calls.
+        cache_mode: ``"rw"`` (record and replay), ``"replay"`` (replay only: a miss is an error,
+            never a call) or ``"off"``.
+        backend_options: Keyword arguments for the backend (e.g. ``base_url``,
+            ``max_concurrency``, ``api_key_env``, ``timeout``, ``max_retries``).
+
+    The user may also be ``"llm-soft"`` / ``"llm-hard"``: an LLM conditioned on its current BDI
+    state, profile and goal writes the replies, while the card's simulator tracks the state.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -109,6 +125,12 @@ class DialogueEnv(ParallelEnv):
         data: str | Path | bool | None = None,
         split: str = "test",
         h0_turns: int = 0,
+        judges: str = "embedded",
+        realizer: str = "template",
+        backend: Any = None,
+        backend_cache: str | Path | None = None,
+        cache_mode: str = "rw",
+        backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.card = card if isinstance(card, TaskCard) else load_card(card)
         external = tuple(external)
@@ -133,15 +155,36 @@ class DialogueEnv(ParallelEnv):
         self.encoder = make_encoder(encoder)
         self.latent = LatentSpace(self.encoder, *alphas)
         self._openings: dict[str, tuple[tuple[str, str], ...]] = {}
+        if judges not in ("embedded", "llm") or realizer not in ("template", "llm"):
+            raise ValueError(
+                f"judges must be 'embedded' or 'llm' and realizer 'template' or 'llm', got "
+                f"judges={judges!r}, realizer={realizer!r}"
+            )
+        needs_llm = judges == "llm" or realizer == "llm" or str(user).startswith("llm-")
+        if needs_llm and backend is None:
+            raise ValueError("LLM components need backend=<spec or object>, e.g. 'openai:MODEL'")
+        self.backend = (
+            _make_backend(backend, backend_cache, cache_mode, backend_options or {})
+            if needs_llm
+            else None
+        )
         if isinstance(user, (str, UserPreset)):
             pools = {} if data in (None, False) else self._corpus_pools(data, split, h0_turns)
-            user = build_user(self.card, self.encoder, user, **pools)
+            user = self._make_user(user, realizer, pools)
         elif data not in (None, False):
             raise ValueError("data= draws personas for the built-in users; pass a preset as user")
         self.user = user
         self.privileged = privileged
         self.student = student
         self.teacher = teacher or OracleTeacher()
+        if judges == "llm" and success_judge is None:
+            from dialogue_gym.judges.llm import LLMSuccessJudge
+
+            success_judge = LLMSuccessJudge(self.card, self.backend)
+        if judges == "llm" and rationality_judge is None:
+            from dialogue_gym.judges.llm import LLMRationalityJudge
+
+            rationality_judge = LLMRationalityJudge(self.card, self.backend)
         self.success_judge = _build(success_judge, self.card, default_success_judge)
         self.rationality_judge = _build(rationality_judge, self.card, StateRationalityJudge)
         self.max_utterance_chars = max_utterance_chars
@@ -288,6 +331,24 @@ class DialogueEnv(ParallelEnv):
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _make_user(
+        self, user: str | UserPreset, realizer: str, pools: Mapping[str, Any]
+    ) -> UserSimulator:
+        """The user named by a preset, ``"llm-<preset>"``, and the realizer choice."""
+        if isinstance(user, str) and user.startswith("llm-"):
+            from dialogue_gym.users.llm import LLMUser
+
+            return LLMUser(self.card, self.encoder, preset=user[4:], backend=self.backend, **pools)
+        if realizer == "llm":
+            if self.card.user_model != "cognitive":
+                raise ValueError(f"realizer='llm' needs a cognitive user; {self.card.id} has none")
+            from dialogue_gym.users.llm import LLMRealizedUser
+
+            return LLMRealizedUser(
+                self.card, self.encoder, preset=user, backend=self.backend, **pools
+            )
+        return build_user(self.card, self.encoder, user, **pools)
+
     def _corpus_pools(
         self, data: str | Path | bool, split: str, h0_turns: int
     ) -> dict[str, tuple[Any, ...]]:
@@ -388,6 +449,7 @@ class DialogueEnv(ParallelEnv):
         delta_s = s_new - self._s
         self._s = s_new
         privileged = self.user.privileged()
+        external_user = external_user or "external_reply" in turn.events
         exchange = Exchange(
             index=self.exchange,
             history=tuple(self.history),
@@ -397,6 +459,9 @@ class DialogueEnv(ParallelEnv):
             privileged=privileged,
             external_user=external_user,
         )
+        # Component fallbacks (an LLM's unusable output replaced by a template) are flagged.
+        fallbacks = [e.split(":", 1)[1] for e in turn.events if e.startswith("fallback:")]
+        self._fallback_count += len(fallbacks)
         judgment = self.success_judge.judge(exchange)
         q = int(self.rationality_judge.judge(exchange))
         inference_error = None if estimate is None else self.latent.sq_dist(estimate, z_prev)
@@ -436,6 +501,7 @@ class DialogueEnv(ParallelEnv):
                 self._outcome = dict(extra)
         for seat in self.possible_agents:
             infos[seat].update(details)
+            infos[seat]["fallbacks"].extend(fallbacks)
             if self.privileged:
                 infos[seat]["privileged"] = {
                     "bdi": turn.bdi.to_dict(),
@@ -508,6 +574,16 @@ class DialogueEnv(ParallelEnv):
             "csr": resolved / len(concerns),
             "proactivity": len(anticipated & set(concerns)) / len(concerns),
         }
+
+
+def _make_backend(
+    backend: Any, cache: str | Path | None, mode: str, options: Mapping[str, Any]
+) -> Any:
+    from dialogue_gym.backends import make_backend  # the LLM stack loads only when used
+
+    if not isinstance(backend, str):
+        return make_backend(backend, cache=cache, cache_mode=mode)
+    return make_backend(backend, cache=cache, cache_mode=mode, **options)
 
 
 def _build(component: Any, card: TaskCard, default: Callable[[TaskCard], Any]) -> Any:

@@ -356,9 +356,15 @@ def _stamp(
     base = _base_env(env)
     resolved = env_spec.resolved(**env_kwargs)
     encoder = getattr(base, "encoder", None)
+    components = _components(base)
     return {
         "env": _json_safe(resolved),
-        "config_hash": _config_hash(resolved),
+        # The prompts are part of an LLM-judged configuration: a new prompt version must not
+        # resume into results made with the old one.
+        "config_hash": _config_hash(
+            {**resolved, "components": components} if "backend" in components else resolved
+        ),
+        "components": components,
         "dialogue_gym_version": dialogue_gym.__version__,
         "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
         "agent_kwargs": _json_safe(dict(agent_kwargs)),
@@ -368,6 +374,44 @@ def _stamp(
         "tau_q": metrics.TAU_Q,
         "created": created,
     }
+
+
+def _components(base: Any) -> dict[str, Any]:
+    """Judge, user and backend identities (class names, model, prompt version)."""
+    out: dict[str, Any] = {
+        role: type(getattr(base, attr, None)).__name__
+        for role, attr in (
+            ("success_judge", "success_judge"),
+            ("rationality_judge", "rationality_judge"),
+            ("user", "user"),
+        )
+        if getattr(base, attr, None) is not None
+    }
+    backend = getattr(base, "backend", None)
+    if backend is not None:
+        from dialogue_gym.llm.prompts import PROMPT_VERSION
+
+        out["backend"] = getattr(backend, "name", type(backend).__name__)
+        out["prompt_version"] = PROMPT_VERSION
+    return out
+
+
+def _usage(env: Any) -> dict[str, Any]:
+    """The backend's per-component call, token, cost, retry and error counts."""
+    backend = getattr(_base_env(env), "backend", None)
+    usage = getattr(backend, "usage", None) or {}
+    return {name: dataclasses.asdict(u) for name, u in usage.items()}
+
+
+def _merge_usage(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Sums per-component usage counters over several envs' backends."""
+    total: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for component, counters in part.items():
+            into = total.setdefault(component, {})
+            for key, value in counters.items():
+                into[key] = into.get(key, 0) + value
+    return total
 
 
 @dataclasses.dataclass
@@ -467,10 +511,14 @@ def evaluate(
             try:
                 config = _stamp(env_spec, env, env_kwargs, agent_kwargs, episodes, seed, created)
                 pair = _run_pair(plan, name, env_spec.id, env, config)
+                usage = _merge_usage([_usage(env), *plan.worker_usage])
+                plan.worker_usage.clear()
             finally:
                 env.close()
             records.extend(pair)
             summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
+            if usage:
+                summary["usage"] = usage
             summaries.append({"agent": name, "env_id": env_spec.id, **summary, "config": config})
 
     if out_dir is not None:
@@ -489,6 +537,7 @@ class _Plan:
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     concurrency: int = 1
     episodes_path: Path | None = None
+    worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
@@ -588,4 +637,5 @@ def _run_concurrently(
                 finish(*future.result())
     finally:
         for env in built:
+            plan.worker_usage.append(_usage(env))
             env.close()

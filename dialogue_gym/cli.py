@@ -203,12 +203,14 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         concurrency=args.concurrency,
     )
     print(result.table(), file=out)
-    for agent, worst in result.worst_case().items():
-        (sr_env, sr), (rc_env, rc) = worst["sr"], worst["rcsr"]
-        print(
-            f"worst case over users, {agent}: SR {sr:.2f} ({sr_env}), RCSR {rc:.2f} ({rc_env})",
-            file=out,
-        )
+    for agent, tasks in result.worst_case().items():
+        for task, worst in tasks.items():
+            (sr_env, sr), (rc_env, rc) = worst["sr"], worst["rcsr"]
+            print(
+                f"worst case over {task} users, {agent}: SR {sr:.2f} ({sr_env}), "
+                f"RCSR {rc:.2f} ({rc_env})",
+                file=out,
+            )
     print(
         f"\n95% percentile-bootstrap CIs over episodes ({metrics.N_BOOTSTRAP:,} resamples); "
         f"RCSR uses tau_q={metrics.TAU_Q}.",

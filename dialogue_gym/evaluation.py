@@ -82,28 +82,29 @@ class EvalResult:
         """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`)."""
         return metrics.format_table(self.summaries, columns)
 
-    def worst_case(self) -> dict[str, dict[str, tuple[str, float]]]:
-        """Per agent evaluated on several envs (user types): the worst SR@T and RCSR@T.
+    def worst_case(self) -> dict[str, dict[str, dict[str, tuple[str, float]]]]:
+        """Per agent and task evaluated with several user types: the worst SR@T and RCSR@T.
+
+        The task of an env id is the part before its user type (``P4G`` of ``P4G-hard-v0``).
 
         Returns:
-            ``{agent: {"sr": (env_id, value), "rcsr": (env_id, value)}}``.
+            ``{agent: {task: {"sr": (env_id, value), "rcsr": (env_id, value)}}}``.
         """
-        out: dict[str, dict[str, tuple[str, float]]] = {}
-        by_agent: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        out: dict[str, dict[str, dict[str, tuple[str, float]]]] = {}
+        groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
         for record in self.records:
-            by_agent.setdefault(record["agent"], {}).setdefault(record["env_id"], []).append(record)
-        for agent, groups in by_agent.items():
-            if len(groups) < 2:
+            task = str(record["env_id"]).split("-", 1)[0]
+            by_env = groups.setdefault((record["agent"], task), {})
+            by_env.setdefault(record["env_id"], []).append(record)
+        for (agent, task), by_env in groups.items():
+            if len(by_env) < 2:
                 continue
-            horizon = max(int(r.get("T", metrics.DEFAULT_T)) for g in groups.values() for r in g)
-            out[agent] = {
-                "sr": metrics.worst_case(groups, partial(metrics.success_rate, T=horizon)),
-                "rcsr": metrics.worst_case(groups, partial(metrics.rcsr, T=horizon)),
+            horizon = max(int(r.get("T", metrics.DEFAULT_T)) for g in by_env.values() for r in g)
+            out.setdefault(agent, {})[task] = {
+                "sr": metrics.worst_case(by_env, partial(metrics.success_rate, T=horizon)),
+                "rcsr": metrics.worst_case(by_env, partial(metrics.rcsr, T=horizon)),
             }
         return out
-
-
-# -- validation --------------------------------------------------------------------------------
 
 
 def _is_int(value: Any) -> bool:

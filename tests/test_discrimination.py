@@ -37,6 +37,6 @@ def test_reasons_keep_rcsr_close_to_sr_on_hard_users(table):
 
 
 def test_worst_case_over_users_is_the_hard_user(table):
-    env_id, value = table["worst"]["scripted"]["sr"]
+    env_id, value = table["worst"]["scripted"]["P4G"]["sr"]
     assert env_id == "P4G-hard-v0"
     assert value == table["scripted", "P4G-hard-v0"]["sr"]

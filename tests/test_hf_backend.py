@@ -136,3 +136,23 @@ def test_model_id_not_in_the_hf_cache_is_not_downloaded():
     backend = make_backend("hf:dialogue-gym-test/definitely-not-cached-model")
     with pytest.raises(BackendError, match="no local model"):
         backend.generate(FRANCE)
+
+
+def test_short_p4g_episode_with_an_llm_realized_user(smol):
+    import dialogue_gym
+
+    env = dialogue_gym.make(
+        "P4G-hard", encoder="hashing", realizer="llm", backend=smol, max_exchanges=2
+    )
+    obs, _ = env.reset(seed=0)
+    turns = [
+        "Hi! Have you heard of Save the Children? They help kids in over 100 countries.",
+        "Even 50 cents from your task payment helps. Would you donate?",
+    ]
+    for text in turns:
+        obs, _, _, _, infos = env.step({"system": text})
+    replies = [h["text"] for h in obs["system"]["history"] if h["speaker"] == 1]
+    assert len(replies) == 2 and all(r.strip() for r in replies)
+    assert infos["system"]["episode"]["turns"] == 2
+    # The LLM wrote the replies unless its output was unusable (then flagged, never silent).
+    assert smol.usage["user.realizer"].calls >= 1 or infos["system"]["fallbacks"]

@@ -64,8 +64,11 @@ class PushyAgent:
         "Just say yes and donate right now, please.",
     )
 
-    def __init__(self, card: TaskCard, seed: int | None = None) -> None:
+    def __init__(
+        self, card: TaskCard, seed: int | None = None, lines: tuple[str, ...] | None = None
+    ) -> None:
         self.card = card
+        self.lines = lines or self.ASKS
         self._turn = 0
 
     def reset(self, seed: int | None = None) -> None:
@@ -73,8 +76,8 @@ class PushyAgent:
         self._turn = 0
 
     def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next ask."""
-        text = self.ASKS[self._turn % len(self.ASKS)]
+        """Returns the next ask (the lines in turn, then again from the first)."""
+        text = self.lines[self._turn % len(self.lines)]
         self._turn += 1
         return text
 

@@ -16,6 +16,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder, make_encoder
+from dialogue_gym_agents.baselines import PushyAgent
 
 USER_SPEAKER = 1
 
@@ -385,7 +386,7 @@ class ScriptedSalesAgent:
         return self.lines["why_not"] if asked_last else self._ask()
 
 
-class PushySalesAgent:
+class PushySalesAgent(PushyAgent):
     """Proposes enrollment every turn with hype and urgency, and never gives a reason.
 
     Args:
@@ -395,16 +396,4 @@ class PushySalesAgent:
     """
 
     def __init__(self, card: TaskCard, seed: int | None = None, **kwargs: Any) -> None:
-        self.card = card
-        self.lines = _table(PUSHY, card, "pushy lines")
-        self._turn = 0
-
-    def reset(self, seed: int | None = None) -> None:
-        """Starts over from the first proposal."""
-        self._turn = 0
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next proposal."""
-        text = self.lines[self._turn % len(self.lines)]
-        self._turn += 1
-        return text
+        super().__init__(card, seed, lines=_table(PUSHY, card, "pushy lines"))

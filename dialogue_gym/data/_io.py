@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +340,42 @@ def as_int(value: Any, path: Path, line: int | None, what: str) -> int:
     if number is None or not number.is_integer():
         raise CorpusError(path, line, f"{what}: expected a whole number, found {value!r}")
     return int(number)
+
+
+def pick_format(
+    path: Path,
+    format: str | None,
+    *,
+    corpus: str,
+    formats: Sequence[str],
+    format_of: Callable[[Path], str],
+    detect: Callable[[Path], Mapping[str, Any]],
+    expected: str,
+) -> str:
+    """The format to load ``path`` with: the given one, a file's own, or a folder's first found.
+
+    Args:
+        path: A corpus file or folder.
+        format: The requested format, or ``None``.
+        corpus: The corpus's display name, for messages.
+        formats: The corpus's formats in preference order.
+        format_of: Detects a single file's format.
+        detect: Lists the formats found in a folder.
+        expected: The file names to mention when a folder holds none.
+
+    Raises:
+        ValueError: An unknown format.
+        FileNotFoundError: No such path, or a folder without any of the corpus's files.
+    """
+    if format is not None and format not in formats:
+        raise ValueError(f"unknown {corpus} format {format!r}; expected one of {tuple(formats)}")
+    if path.is_file():
+        return format or format_of(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if format is None:
+        found = detect(path)
+        format = next((f for f in formats if f in found), None)
+        if format is None:
+            raise FileNotFoundError(f"{path}: no {corpus} files found ({expected})")
+    return format

@@ -52,6 +52,7 @@ from dialogue_gym.data._io import (
     iter_csv,
     iter_json_container,
     iter_jsonl,
+    pick_format,
     read_text,
     require,
     walk,
@@ -548,17 +549,15 @@ def load(path: str | Path, format: str | None = None) -> list[Dialogue]:
         The dialogues (train, valid, test, each in file order).
     """
     path = Path(path)
-    if format is not None and format not in LOADERS:
-        raise ValueError(f"unknown CB format {format!r}; expected one of {FORMATS}")
+    format = pick_format(
+        path,
+        format,
+        corpus="CB",
+        formats=FORMATS,
+        format_of=format_of,
+        detect=detect,
+        expected="validation/test.jsonl, cb-*.txt, *_scenarios.csv",
+    )
     if path.is_file():
-        return LOADERS[format or format_of(path)](path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such file or folder")
-    if format is None:
-        found = detect(path)
-        format = next((f for f in FORMATS if f in found), None)
-        if format is None:
-            raise FileNotFoundError(
-                f"{path}: no CB files found (validation/test.jsonl, cb-*.txt, *_scenarios.csv)"
-            )
+        return LOADERS[format](path)
     return LOADERS[format](path)

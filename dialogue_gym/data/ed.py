@@ -46,6 +46,7 @@ from dialogue_gym.data._io import (
     canonical_split,
     ensure_not_empty,
     iter_csv,
+    pick_format,
     read_text,
     walk,
 )
@@ -404,19 +405,17 @@ def load(path: str | Path, format: str | None = None) -> list[Dialogue]:
         The dialogues (see each format's loader for the order).
     """
     path = Path(path)
-    if format is not None and format not in LOADERS:
-        raise ValueError(f"unknown ED format {format!r}; expected one of {FORMATS}")
+    format = pick_format(
+        path,
+        format,
+        corpus="ED",
+        formats=FORMATS,
+        format_of=format_of,
+        detect=detect,
+        expected="official train/valid/test.csv or per-emotion CSVs",
+    )
     if path.is_file():
-        return LOADERS[format or format_of(path)](path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such file or folder")
-    if format is None:
-        found = detect(path)
-        format = next((f for f in FORMATS if f in found), None)
-        if format is None:
-            raise FileNotFoundError(
-                f"{path}: no ED files found (official train/valid/test.csv or per-emotion CSVs)"
-            )
+        return LOADERS[format](path)
     if format.startswith("intents"):
         return LOADERS[format](path, _find_any_splits(path))
     return LOADERS[format](path)

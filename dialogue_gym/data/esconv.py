@@ -44,6 +44,7 @@ from dialogue_gym.data._io import (
     canonical_split,
     iter_json_container,
     iter_jsonl,
+    pick_format,
     require,
     walk,
 )
@@ -306,17 +307,15 @@ def load(path: str | Path, format: str | None = None) -> list[Dialogue]:
         The dialogues (see each format's loader for the order).
     """
     path = Path(path)
-    if format is not None and format not in LOADERS:
-        raise ValueError(f"unknown ESConv format {format!r}; expected one of {FORMATS}")
+    format = pick_format(
+        path,
+        format,
+        corpus="ESConv",
+        formats=FORMATS,
+        format_of=format_of,
+        detect=detect,
+        expected="train/valid/test.jsonl, esc-*.txt, ESConv.json",
+    )
     if path.is_file():
-        return LOADERS[format or format_of(path)](path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such file or folder")
-    if format is None:
-        found = detect(path)
-        format = next((f for f in FORMATS if f in found), None)
-        if format is None:
-            raise FileNotFoundError(
-                f"{path}: no ESConv files found (train/valid/test.jsonl, esc-*.txt, ESConv.json)"
-            )
+        return LOADERS[format](path)
     return LOADERS[format](path)

@@ -55,6 +55,7 @@ from dialogue_gym.data._io import (
     as_int,
     iter_csv,
     iter_json_container,
+    pick_format,
     read_text,
     require,
     walk,
@@ -530,20 +531,17 @@ def load(path: str | Path, format: str | None = None) -> list[Dialogue]:
         The dialogues, in file order.
     """
     path = Path(path)
-    if format is not None and format not in LOADERS:
-        raise ValueError(f"unknown P4G format {format!r}; expected one of {FORMATS}")
+    format = pick_format(
+        path,
+        format,
+        corpus="P4G",
+        formats=FORMATS,
+        format_of=format_of,
+        detect=detect,
+        expected="full_dialog.csv, 300_dialog.csv or 300_dialog_turn_based.json",
+    )
     if path.is_file():
-        return LOADERS[format or format_of(path)](path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such file or folder")
-    if format is None:
-        found = detect(path)
-        format = next((f for f in FORMATS if f in found), None)
-        if format is None:
-            raise FileNotFoundError(
-                f"{path}: no P4G files found (full_dialog.csv, 300_dialog.csv or "
-                f"300_dialog_turn_based.json)"
-            )
+        return LOADERS[format](path)
     if format == "full":
         return load_full(path)
     # Join the persuadee's traits into the annotated and GDP-Zero formats when the folder

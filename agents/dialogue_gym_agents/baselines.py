@@ -7,6 +7,7 @@ user's hidden state.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,47 @@ USER_SPEAKER = 1
 
 def _user_replies(observation: dict[str, Any]) -> list[str]:
     return [turn["text"] for turn in observation["history"] if turn["speaker"] == USER_SPEAKER]
+
+
+class ConcernListener:
+    """Recognizes which concerns a user reply raises, from the card's public ``voice`` lines.
+
+    A sentence raises the concern of its most similar voice line when the cosine similarity
+    reaches ``threshold``.
+
+    Args:
+        card: The task card.
+        encoder: Sentence encoder.
+        threshold: Cosine similarity at which a sentence raises a concern.
+        concerns: Listen only for these concern ids (default: all of the card's).
+    """
+
+    def __init__(
+        self,
+        card: TaskCard,
+        encoder: Encoder,
+        threshold: float,
+        concerns: Iterable[str] | None = None,
+    ) -> None:
+        wanted = set(concerns) if concerns is not None else {c.id for c in card.concerns}
+        voice = [(c.id, line) for c in card.concerns if c.id in wanted for line in c.voice]
+        self.encoder = encoder
+        self.threshold = threshold
+        self._ids = [cid for cid, _ in voice]
+        self._matrix = np.asarray(encoder.encode([line for _, line in voice]))
+
+    def raised(self, reply: str) -> list[str]:
+        """The concern ids the reply's sentences raise, in order of first mention."""
+        sentences = [s for s in re.split(r"[.!?]+", reply) if s.strip()]
+        if not sentences or not self._ids:
+            return []
+        sims = np.asarray(self.encoder.encode(sentences)) @ self._matrix.T
+        raised: list[str] = []
+        for row in sims:
+            best = int(np.argmax(row))
+            if row[best] >= self.threshold and self._ids[best] not in raised:
+                raised.append(self._ids[best])
+        return raised
 
 
 class RandomAgent:
@@ -245,9 +287,7 @@ class ScriptedPersuader:
         self.card = card
         self.encoder = make_encoder(encoder)
         self.threshold = detect_threshold
-        voice = [(c.id, line) for c in card.concerns for line in c.voice]
-        self._voice_ids = [cid for cid, _ in voice]
-        self._voice = self.encoder.encode([line for _, line in voice])
+        self.listener = ConcernListener(card, self.encoder, detect_threshold)
         self._answers = {
             c.id: ANSWERS.get(c.id)
             or tuple(t for s in card.strategies if c.id in s.addresses for t in s.templates)
@@ -264,18 +304,6 @@ class ScriptedPersuader:
         self._asked_last = False
         self._asks = 0
         self._proactive = list(self.PROACTIVE)
-
-    def _raised(self, reply: str) -> list[str]:
-        sentences = [s for s in re.split(r"[.!?]+", reply) if s.strip()]
-        if not sentences:
-            return []
-        sims = self.encoder.encode(sentences) @ self._voice.T
-        raised: list[str] = []
-        for row in sims:
-            best = int(np.argmax(row))
-            if row[best] >= self.threshold and self._voice_ids[best] not in raised:
-                raised.append(self._voice_ids[best])
-        return raised
 
     def _answer(self, concern: str) -> str:
         count = self._answered.get(concern, 0)
@@ -295,7 +323,7 @@ class ScriptedPersuader:
         replies = _user_replies(observation)
         last = replies[-1] if replies else ""
         stance = classify_stance(last, self.card) if last else "neutral"
-        raised = self._raised(last)
+        raised = self.listener.raised(last)
         for concern in reversed(raised):  # newest concern first
             if concern in self._pending:
                 self._pending.remove(concern)

@@ -8,15 +8,12 @@ and urgency and gives no reasons.
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym_agents.baselines import PushyAgent
+from dialogue_gym_agents.baselines import ConcernListener, PushyAgent
 
 USER_SPEAKER = 1
 
@@ -299,9 +296,7 @@ class ScriptedSalesAgent:
         )
         self.encoder = make_encoder(encoder)
         self.threshold = detect_threshold
-        voice = [(c.id, line) for c in card.concerns if c.id in self._answers for line in c.voice]
-        self._voice_ids = [cid for cid, _ in voice]
-        self._voice = np.asarray(self.encoder.encode([line for _, line in voice]))
+        self.listener = ConcernListener(card, self.encoder, detect_threshold, self._answers)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -314,18 +309,6 @@ class ScriptedSalesAgent:
         self._asked_last = False
         self._asks = 0
         self._proactive = list(self._proactive_order)
-
-    def _raised(self, reply: str) -> list[str]:
-        sentences = [s for s in re.split(r"[.!?]+", reply) if s.strip()]
-        if not sentences or not self._voice_ids:
-            return []
-        sims = np.asarray(self.encoder.encode(sentences)) @ self._voice.T
-        raised: list[str] = []
-        for row in sims:
-            best = int(np.argmax(row))
-            if row[best] >= self.threshold and self._voice_ids[best] not in raised:
-                raised.append(self._voice_ids[best])
-        return raised
 
     def _answer(self, concern: str) -> str:
         count = self._answered.get(concern, 0)
@@ -346,7 +329,7 @@ class ScriptedSalesAgent:
         replies = _user_replies(observation)
         last = replies[-1] if replies else ""
         stance = classify_stance(last, self.card) if last else "neutral"
-        raised = self._raised(last)
+        raised = self.listener.raised(last)
         if stance in ("positive", "agree"):
             # A satisfied echo of an answered concern ("ok, the margins work") is not a new one.
             raised = [c for c in raised if not self._answered.get(c)]

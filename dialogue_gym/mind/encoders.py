@@ -186,23 +186,26 @@ class CachedEncoder:
         return self.inner.dim
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """See :class:`Encoder` (thread-safe)."""
-        with self._lock:
-            return self._encode(texts)
+        """See :class:`Encoder` (thread-safe).
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        self.hits += len(texts) - len(missing)
-        self.misses += len(missing)
-        if missing:
-            for text, row in zip(missing, self.inner.encode(missing), strict=True):
-                self._cache[text] = row
+        The lock guards only the cache: the misses are encoded outside it, so threads (the
+        evaluation's workers) encode in parallel where the model releases the GIL.
+        """
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            self.hits += len(texts) - len(missing)
+            self.misses += len(missing)
+        rows = self.inner.encode(missing) if missing else None
+        with self._lock:
+            if rows is not None:
+                for text, row in zip(missing, rows, strict=True):
+                    self._cache[text] = row
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            for i, text in enumerate(texts):
+                out[i] = self._cache[text]
+                self._cache.move_to_end(text)
             while len(self._cache) > self._max:
                 self._cache.popitem(last=False)
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            out[i] = self._cache[text]
-            self._cache.move_to_end(text)
         return out
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -109,14 +110,40 @@ def card_preset(card: TaskCard, name: str) -> UserPreset:
     Raises:
         ValueError: Unknown preset name or field.
     """
-    if name not in PRESETS:
-        raise ValueError(f"unknown user preset {name!r}; choose from {sorted(PRESETS)}")
-    overrides = dict(card.extra.get("presets", {}).get(name, {}))
-    fields = {f.name for f in dataclasses.fields(UserPreset)} - {"name"}
+    overrides = card.extra.get("presets", {}).get(name, {})
+    return calibrated(PRESETS, name, overrides, f"card {card.id!r}: presets.{name}", "user")
+
+
+PresetT = TypeVar("PresetT")
+
+
+def calibrated(
+    presets: Mapping[str, PresetT],
+    name: str,
+    overrides: Mapping[str, Any],
+    where: str,
+    kind: str,
+) -> PresetT:
+    """Preset ``name`` of ``presets`` with a card's field ``overrides`` applied.
+
+    Args:
+        presets: The shipped presets (frozen dataclasses) by name.
+        name: The preset to start from.
+        overrides: Field values from the card.
+        where: Where the overrides live, for error messages.
+        kind: What the presets are for (``"user"``, ``"seller"``), for error messages.
+
+    Raises:
+        ValueError: Unknown preset name or field.
+    """
+    if name not in presets:
+        raise ValueError(f"unknown {kind} preset {name!r}; choose from {sorted(presets)}")
+    base = presets[name]
+    fields = {f.name for f in dataclasses.fields(base)} - {"name"}  # type: ignore[arg-type]
     unknown = set(overrides) - fields
     if unknown:
-        raise ValueError(f"card {card.id!r}: presets.{name} has unknown fields {sorted(unknown)}")
-    return dataclasses.replace(PRESETS[name], **overrides)
+        raise ValueError(f"{where} has unknown fields {sorted(unknown)}")
+    return dataclasses.replace(base, **overrides)  # type: ignore[type-var]
 
 
 @dataclasses.dataclass

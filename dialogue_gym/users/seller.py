@@ -50,6 +50,7 @@ from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, mask_prices, offer_in
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
+from dialogue_gym.users.cognitive import calibrated
 from dialogue_gym.users.persona import Persona, persona_bank
 
 __all__ = [
@@ -277,19 +278,11 @@ def seller_preset(card: TaskCard, name: str) -> SellerPreset:
     Raises:
         ValueError: Unknown preset name or field.
     """
-    if name not in SELLER_PRESETS:
-        raise ValueError(f"unknown seller preset {name!r}; choose from {sorted(SELLER_PRESETS)}")
-    seller = card.extra.get("seller", {})
-    overrides = dict(seller.get("presets", {}).get(name, {}))
-    fields = {f.name for f in dataclasses.fields(SellerPreset)} - {"name"}
-    unknown = set(overrides) - fields
-    if unknown:
-        raise ValueError(
-            f"card {card.id!r}: seller.presets.{name} has unknown fields {sorted(unknown)}"
-        )
-    if "floor_range" in overrides:
+    overrides = dict(card.extra.get("seller", {}).get("presets", {}).get(name, {}))
+    if "floor_range" in overrides:  # TOML gives a list; the preset holds a tuple
         overrides["floor_range"] = tuple(float(v) for v in overrides["floor_range"])
-    return dataclasses.replace(SELLER_PRESETS[name], **overrides)
+    where = f"card {card.id!r}: seller.presets.{name}"
+    return calibrated(SELLER_PRESETS, name, overrides, where, "seller")
 
 
 # -- the seller ----------------------------------------------------------------------------------

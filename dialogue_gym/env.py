@@ -236,6 +236,8 @@ class DialogueEnv(ParallelEnv):
             "scores": [],
             "r_system": [],
             "r_user": [],
+            "states": [],
+            "votes": [],
         }
         self._success_turn: int | None = None
         self._outcome: dict[str, Any] = {}
@@ -444,7 +446,8 @@ class DialogueEnv(ParallelEnv):
         self.turn = SYSTEM
         z_prev = self._z
         estimate = self._estimate_vector(self._pending_estimate)
-        self._z = self.latent.encode(self.teacher.infer(self.history, self.user))
+        state = self.teacher.infer(self.history, self.user)
+        self._z = self.latent.encode(state)
         s_new = self.latent.progress(self._z, self._z0, self._z_star)
         delta_s = s_new - self._s
         self._s = s_new
@@ -476,6 +479,8 @@ class DialogueEnv(ParallelEnv):
             ("r_system", rewards[SYSTEM]),
             ("r_user", rewards[USER]),
             ("events", turn.events),
+            ("states", state.to_dict()),
+            ("votes", list(judgment.votes)),
         ):
             trace[key].append(value)
         if judgment.success and self._success_turn is None:
@@ -551,6 +556,22 @@ class DialogueEnv(ParallelEnv):
             "fallbacks": self._fallback_count,
             **self._concern_metrics(),
             **{k: v for k, v in self._outcome.items() if k in ("deal_price", "utility")},
+        }
+
+    def revealed(self) -> dict[str, Any]:
+        """The hidden side of the episode so far, for reports and analysis after it ends.
+
+        Never part of an observation or of the (unprivileged) infos: evaluators call it once an
+        episode is over to show the user's mental state next to the transcript.
+
+        Returns:
+            ``initial_state`` (the user's BDI before the dialogue), ``states`` (the teacher's
+            BDI after each exchange) and ``votes`` (the success judge's raw votes per exchange).
+        """
+        return {
+            "initial_state": self._z0_bdi.to_dict(),
+            "states": list(self._trace["states"]),
+            "votes": list(self._trace["votes"]),
         }
 
     def _concern_metrics(self) -> dict[str, float]:

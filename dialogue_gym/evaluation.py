@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tqdm.auto import tqdm
 
@@ -59,6 +60,18 @@ MAX_EPISODES = 1_000_000
 SYSTEM = "system"
 
 Key = tuple[str, str, int, int]
+
+EXECUTORS = ("local", "ray")
+"""Where :func:`evaluate` plays episodes."""
+
+
+class Job(NamedTuple):
+    """One episode to play: its index within its seed block and its reset seed."""
+
+    episode: int
+    seed: int
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -126,6 +139,37 @@ def _check_seed(seed: Any) -> int:
     if not _is_int(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     return int(seed)
+
+
+def _check_seeds(seed: Any, seeds: Sequence[int] | None, episodes: int) -> list[int]:
+    """The base seeds of the run: ``[seed]``, or ``seeds`` checked for overlapping blocks."""
+    if seeds is None:
+        return [_check_seed(seed)]
+    if seed != 0:
+        raise ValueError("pass either seed or seeds, not both")
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise ValueError(f"seeds must be a non-empty list of ints, got {seeds!r}")
+    bases = sorted(_check_seed(s) for s in seeds)
+    for low, high in itertools.pairwise(bases):
+        if high - low < episodes:
+            raise ValueError(
+                f"seeds {low} and {high} overlap: each plays {episodes} episodes seeded "
+                f"seed, seed + 1, ...; space the seeds at least {episodes} apart "
+                f"(e.g. {', '.join(str(k * episodes) for k in range(len(bases)))})"
+            )
+    return [int(s) for s in dict.fromkeys(seeds)]
+
+
+def _per_seed(
+    records: Sequence[Mapping[str, Any]], seeds: Sequence[int], config: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """SR, AT and RCSR of each base seed's block (the spread between evaluation seeds)."""
+    out = []
+    for base in seeds:
+        block = [r for r in records if r["seed"] - r["episode"] == base]
+        row = metrics.summarize(block, T=config["T"], tau_q=config["tau_q"])
+        out.append({"seed": base, **{k: row[k] for k in ("n", "n_errored", "sr", "at", "rcsr")}})
+    return out
 
 
 def _names(value: Sequence[str] | str, what: str) -> list[str]:
@@ -334,6 +378,8 @@ def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
         [*s.get("user_events", ()), *(f"fallback:{f}" for f in s.get("fallbacks", ()))]
         for s in steps
     ]
+    if callable(getattr(base, "revealed", None)):
+        record.update(base.revealed())
     persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
     if persona is not None:
         record["persona"] = persona
@@ -349,7 +395,7 @@ def _stamp(
     env_kwargs: Mapping[str, Any],
     agent_kwargs: Mapping[str, Any],
     episodes: int,
-    seed: int,
+    seeds: Sequence[int],
     created: str,
 ) -> dict[str, Any]:
     import dialogue_gym  # at call time: dialogue_gym may import this module
@@ -370,7 +416,8 @@ def _stamp(
         "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
         "agent_kwargs": _json_safe(dict(agent_kwargs)),
         "episodes": episodes,
-        "seed": seed,
+        "seed": seeds[0],
+        "seeds": list(seeds),
         "T": int(getattr(base, "max_exchanges", metrics.DEFAULT_T)),
         "tau_q": metrics.TAU_Q,
         "created": created,
@@ -453,6 +500,9 @@ def evaluate(
     agent_kwargs: Mapping[str, Any] | None = None,
     progress: bool = True,
     concurrency: int = 1,
+    seeds: Sequence[int] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Evaluates each agent on each env for ``episodes`` seeded episodes.
 
@@ -472,9 +522,21 @@ def evaluate(
         env_kwargs: Overrides passed to every ``make`` (e.g. ``{"encoder": "hashing"}``).
         agent_kwargs: Extra keyword arguments for every agent factory.
         progress: Show a progress bar per (agent, env id) with the running SR and RCSR.
-        concurrency: Episodes run at once, each worker thread with its own env and agent —
-            for LLM-backed components, whose calls wait on the network. Results do not depend
-            on it (episode ``i`` is seeded by ``seed + i`` whichever thread plays it).
+        concurrency: Episodes run at once. Locally: worker threads, each with its own env
+            and agent — for LLM-backed components, whose calls wait on the network; the
+            workers share one backend (and its cache), so the backend's ``max_concurrency``
+            option caps the requests in flight across all of them. With Ray: the number of
+            Ray workers (``1``: one per CPU of the cluster). Results do not depend on it
+            (episode ``i`` is seeded by ``seed + i`` whichever worker plays it).
+        seeds: Several base seeds instead of ``seed``: each plays ``episodes`` episodes
+            seeded ``s, s + 1, ...``, and the summaries pool them (with a ``per_seed``
+            breakdown). The blocks must not overlap (e.g. ``[0, 1000, 2000]`` for up to 1,000
+            episodes).
+        executor: ``"local"`` (this process; threads when ``concurrency > 1``) or ``"ray"``
+            (Ray workers; ``pip install "dialogue-gym[ray]"``). Records stream back into the
+            same files and summaries; the same seeds give the same records either way.
+        ray_address: The Ray cluster to join (``ray.init(address=...)``); ``None`` starts or
+            reuses a local Ray instance.
 
     Returns:
         The records and summaries (see :class:`EvalResult`).
@@ -486,9 +548,13 @@ def evaluate(
         AgentResolutionError: An unknown agent name.
     """
     episodes = _check_episodes(episodes)
-    seed = _check_seed(seed)
+    base_seeds = _check_seeds(seed, seeds, episodes)
     if not _is_int(concurrency) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if ray_address is not None and executor != "ray":
+        raise ValueError("ray_address is only used with executor='ray'")
     agent_names = _names(agents, "agent")
     specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
     for name in agent_names:
@@ -498,7 +564,16 @@ def evaluate(
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
     out_dir = Path(out) if out is not None else None
-    plan = _Plan(episodes, seed, agent_kwargs, progress, env_kwargs, concurrency)
+    plan = _Plan(
+        episodes,
+        base_seeds,
+        agent_kwargs,
+        progress,
+        env_kwargs,
+        concurrency,
+        executor=executor,
+        ray_address=ray_address,
+    )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         plan.episodes_path = out_dir / EPISODES_FILE
@@ -510,7 +585,9 @@ def evaluate(
         for env_spec in specs:
             env = make(env_spec.id, **env_kwargs)
             try:
-                config = _stamp(env_spec, env, env_kwargs, agent_kwargs, episodes, seed, created)
+                config = _stamp(
+                    env_spec, env, env_kwargs, agent_kwargs, episodes, base_seeds, created
+                )
                 pair = _run_pair(plan, name, env_spec.id, env, config)
                 usage = _merge_usage([_usage(env), *plan.worker_usage])
                 plan.worker_usage.clear()
@@ -518,6 +595,8 @@ def evaluate(
                 env.close()
             records.extend(pair)
             summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
+            if len(base_seeds) > 1:
+                summary["per_seed"] = _per_seed(pair, base_seeds, config)
             if usage:
                 summary["usage"] = usage
             summaries.append({"agent": name, "env_id": env_spec.id, **summary, "config": config})
@@ -532,11 +611,13 @@ class _Plan:
     """The settings shared by every (agent, env id) pair of one :func:`evaluate` call."""
 
     episodes: int
-    seed: int
+    seeds: Sequence[int]
     agent_kwargs: Mapping[str, Any]
     progress: bool
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     concurrency: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
     episodes_path: Path | None = None
     worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -546,26 +627,26 @@ def _run_pair(
     plan: _Plan, name: str, env_id: str, env: Any, config: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """Runs the missing episodes of one (agent, env id) pair; returns all its records."""
-    episodes, seed = plan.episodes, plan.seed
     base = _base_env(env)
     if tuple(getattr(base, "external", (SYSTEM,))) != (SYSTEM,):
         raise ValueError(
             f"evaluate() drives the system seat only; {env_id} was built with "
             f"external={getattr(base, 'external', None)!r}"
         )
-    found = {i: plan.done.get((name, env_id, i, seed + i)) for i in range(episodes)}
-    for i, record in found.items():
+    jobs = [Job(i, base + i) for base in plan.seeds for i in range(plan.episodes)]
+    found = {job: plan.done.get((name, env_id, job.episode, job.seed)) for job in jobs}
+    for job, record in found.items():
         stamped = None if record is None else record.get("config_hash")
         if stamped is not None and stamped != config["config_hash"]:
             raise ValueError(
-                f"the results file already holds episode {i} of {name} on {env_id} from a "
-                f"different configuration (config_hash {stamped} != "
+                f"the results file already holds episode {job.episode} (seed {job.seed}) of "
+                f"{name} on {env_id} from a different configuration (config_hash {stamped} != "
                 f"{config['config_hash']}); use another output directory"
             )
     records: list[dict[str, Any]] = [r for r in found.values() if r is not None]
-    todo = [i for i, record in found.items() if record is None]
+    todo = [job for job, record in found.items() if record is None]
     bar = tqdm(
-        total=episodes,
+        total=len(jobs),
         initial=len(records),
         desc=f"{name} | {env_id}",
         unit="ep",
@@ -577,14 +658,14 @@ def _run_pair(
         tally.add(record)
     card = getattr(base, "card", None)
 
-    def finish(i: int, result: dict[str, Any]) -> None:
+    def finish(job: Job, result: dict[str, Any]) -> None:
         line = _dumps(
             {
                 **result,
                 "agent": name,
                 "env_id": env_id,
-                "episode": i,
-                "seed": seed + i,
+                "episode": job.episode,
+                "seed": job.seed,
                 "config_hash": config["config_hash"],
             }
         )
@@ -598,13 +679,30 @@ def _run_pair(
 
     with bar:
         bar.set_postfix(tally.postfix())
-        if todo and plan.concurrency == 1:
+        if todo and plan.executor == "ray":
+            from dialogue_gym.executors import run_on_ray
+
+            plan.worker_usage.extend(
+                run_on_ray(
+                    todo,
+                    finish,
+                    env_id=env_id,
+                    agent=name,
+                    env_kwargs=plan.env_kwargs,
+                    agent_kwargs=plan.agent_kwargs,
+                    workers=plan.concurrency,
+                    address=plan.ray_address,
+                )
+            )
+        elif todo and plan.concurrency == 1:
             agent = make_agent(name, card=card, **plan.agent_kwargs)
-            for i in todo:
-                finish(i, _run_episode(env, agent, seed + i))
+            for job in todo:
+                finish(job, _run_episode(env, agent, job.seed))
         elif todo:
-            _run_concurrently(plan, name, env_id, card, todo, finish)
-    records.sort(key=lambda r: r["episode"])
+            _run_concurrently(
+                plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
+            )
+    records.sort(key=lambda r: (r["seed"] - r["episode"], r["episode"]))
     return records
 
 
@@ -613,8 +711,9 @@ def _run_concurrently(
     name: str,
     env_id: str,
     card: Any,
-    todo: Sequence[int],
-    finish: Callable[[int, dict[str, Any]], None],
+    todo: Sequence[Job],
+    finish: Callable[[Job, dict[str, Any]], None],
+    shared_backend: Any = None,
 ) -> None:
     """Plays ``todo`` on ``plan.concurrency`` threads, one env and agent per thread.
 
@@ -624,19 +723,26 @@ def _run_concurrently(
     built: list[Any] = []
     lock = threading.Lock()
 
-    def play(i: int) -> tuple[int, dict[str, Any]]:
+    # Worker envs share the pair's backend: one request limit (its ``max_concurrency``), one
+    # HTTP connection pool, one cache connection and one usage account for the whole pair.
+    worker_kwargs = dict(plan.env_kwargs)
+    if shared_backend is not None:
+        worker_kwargs.update(backend=shared_backend, backend_cache=None, backend_options=None)
+
+    def play(job: Job) -> tuple[Job, dict[str, Any]]:
         if not hasattr(local, "env"):
-            local.env = make(env_id, **plan.env_kwargs)
+            local.env = make(env_id, **worker_kwargs)
             local.agent = make_agent(name, card=card, **plan.agent_kwargs)
             with lock:
                 built.append(local.env)
-        return i, _run_episode(local.env, local.agent, plan.seed + i)
+        return job, _run_episode(local.env, local.agent, job.seed)
 
     try:
         with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
-            for future in as_completed([pool.submit(play, i) for i in todo]):
+            for future in as_completed([pool.submit(play, job) for job in todo]):
                 finish(*future.result())
     finally:
         for env in built:
-            plan.worker_usage.append(_usage(env))
+            if shared_backend is None:
+                plan.worker_usage.append(_usage(env))
             env.close()

@@ -526,3 +526,84 @@ def test_concurrency_gives_the_same_records(tmp_path):
     assert one.records == four.records
     with pytest.raises(ValueError, match="concurrency"):
         evaluate("scripted", "P4G-hard", episodes=1, concurrency=0)
+
+
+def test_several_seeds_pool_blocks_and_match_single_seed_runs(tmp_path: Path) -> None:
+    kwargs: dict[str, Any] = {"env_kwargs": {"encoder": "hashing"}, "progress": False}
+    pooled = evaluate("scripted", "P4G-hard", episodes=3, seeds=[0, 100], out=tmp_path, **kwargs)
+    first = evaluate("scripted", "P4G-hard", episodes=3, seed=0, **kwargs).records
+    second = evaluate("scripted", "P4G-hard", episodes=3, seed=100, **kwargs).records
+    assert pooled.records == first + second
+    (summary,) = pooled.summaries
+    assert summary["n"] + summary["n_errored"] == 6
+    assert [row["seed"] for row in summary["per_seed"]] == [0, 100]
+    assert summary["config"]["seeds"] == [0, 100]
+    # Resuming with the same seeds adds nothing.
+    again = evaluate("scripted", "P4G-hard", episodes=3, seeds=[0, 100], out=tmp_path, **kwargs)
+    assert len(read_jsonl(tmp_path / EPISODES_FILE)) == 6
+    assert again.records == pooled.records
+
+
+@pytest.mark.parametrize(
+    ("seeds", "seed", "match"),
+    [([0, 2], 0, "overlap"), ([], 0, "non-empty"), ("0 1", 0, "list"), ([0, 10], 5, "either")],
+)
+def test_seeds_validation(seeds: Any, seed: int, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        evaluate("scripted", "P4G-hard", episodes=3, seeds=seeds, seed=seed)
+
+
+def test_executor_validation() -> None:
+    with pytest.raises(ValueError, match="executor"):
+        evaluate("scripted", "P4G-hard", episodes=1, executor="dask")
+    with pytest.raises(ValueError, match="ray_address"):
+        evaluate("scripted", "P4G-hard", episodes=1, ray_address="auto")
+
+
+SLOW_AGENT = textwrap.dedent(
+    """
+    import time
+
+    from dialogue_gym_agents.baselines import ScriptedPersuader
+
+
+    class SlowScripted(ScriptedPersuader):
+        # Slow enough that the test can kill the run between two episodes' writes.
+        def act(self, observation):
+            time.sleep(0.05)
+            return super().act(observation)
+    """
+)
+
+
+def test_sigkill_mid_run_resumes_to_the_same_file(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    agent_file = tmp_path / "slow_agent.py"
+    agent_file.write_text(SLOW_AGENT, encoding="utf-8")
+    name = f"{agent_file}:SlowScripted"
+    script = (
+        "import sys, dialogue_gym; dialogue_gym.evaluate(sys.argv[1], 'P4G-hard', episodes=8, "
+        "out=sys.argv[2], env_kwargs={'encoder': 'hashing'}, progress=False)"
+    )
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    proc = subprocess.Popen([sys.executable, "-c", script, name, str(killed)])
+    path = killed / EPISODES_FILE
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= 3:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = path.read_bytes().count(b"\n")
+    assert 3 <= written < 8
+
+    subprocess.run([sys.executable, "-c", script, name, str(killed)], check=True)
+    subprocess.run([sys.executable, "-c", script, name, str(clean)], check=True)
+    assert path.read_bytes() == (clean / EPISODES_FILE).read_bytes()

@@ -1,13 +1,48 @@
-"""The agent protocol and agent resolution.
+"""The agent protocol, and how agents are resolved by name.
 
-An agent is any object with ``act(observation) -> action``; ``reset(seed)`` is optional and
-called at the start of every episode. Agents are built by a factory called as
-``factory(card=<TaskCard>, **kwargs)``, and resolved by name in one way for everybody:
+Writing an agent
+----------------
 
-* an entry point in the group ``dialogue_gym.agents`` (how ``dialogue-gym-agents`` registers
-  ``random``, ``scripted`` and ``pushy``, and how a third-party package registers its own);
-* ``"package.module:Factory"``;
-* ``"path/to/file.py:Factory"``.
+An agent is any object with an ``act(observation) -> action`` method. That is all the
+evaluator (:func:`dialogue_gym.evaluate`, ``dialogue-gym eval``) needs; these are optional:
+
+* ``reset(seed)`` — called before every episode with that episode's seed (episode ``i`` of an
+  evaluation gets ``seed + i``); seed your own randomness from it so runs are reproducible;
+* ``async aact(observation) -> action`` — the same as ``act`` for asyncio code (an LLM agent
+  awaiting its endpoint); see :class:`AsyncAgent`;
+* ``act_batch(observations) -> list[action]`` — actions for a list of observations (one per
+  env of a vectorized batch), in order; see :class:`BatchAgent`.
+
+**The observation** is the system seat's dict from the env (``obs["system"]``):
+
+==============  ===================================================================================
+``history``     tuple of turns ``{"speaker": 0 | 1, "text": str}`` — 0 is the system (you), 1 the
+                user; empty when you open the conversation
+``goal``        the task goal (text), e.g. "Convince the persuadee to donate ..."
+``role``        0 (the system seat)
+``exchange``    exchanges completed so far (0 on the first turn)
+``to_speak``    1 when it is your turn (always, under the evaluator)
+``estimate``    a student mentalizer's rendered estimate of the user's hidden mental state
+                (Belief / Desire / Intention / Receptivity / Confidence / Valence); ``""`` when
+                the env has no student
+==============  ===================================================================================
+
+The user's hidden state is never in it. What the task is about — roles, strategies with
+realizer templates, concerns the user may voice — is in the task card your factory receives
+(:class:`~dialogue_gym.cards.TaskCard`).
+
+**The action** is the next utterance, a ``str`` (``""`` is a silent turn), or a dict
+``{"utterance": str, "estimate": ...}`` whose ``estimate`` (a :class:`~dialogue_gym.mind.BDI`,
+a dict of its six fields, or a latent vector) is your own guess of the user's state: the env
+then adds the inference term ``-w_inf·‖ẑ − z‖²_A`` to the system reward.
+
+**Failures.** An exception from ``reset`` or ``act`` ends that episode as *errored* (recorded
+with the error and the partial transcript; left out of every rate) and the evaluation goes on —
+so raise rather than return something made up (an LLM agent raises when its backend fails).
+
+**Building.** Agents are built by a *factory* — usually the class itself — called as
+``factory(card=<TaskCard>, **agent_kwargs)``: once per (agent, env) pair, and once per worker
+thread with ``concurrency > 1`` (so an agent instance is only ever used by one thread).
 
 Example (a complete third-party agent)::
 
@@ -16,32 +51,111 @@ Example (a complete third-party agent)::
             self.card = card
 
         def reset(self, seed=None):
-            pass
+            self.turn = 0
 
         def act(self, observation):
+            self.turn += 1
+            if not observation["history"]:
+                return "Hi! Have you heard of Save the Children?"
             return "Would you consider giving a small amount to Save the Children?"
+
+Evaluate it with ``dialogue_gym.evaluate("path/to/polite.py:Polite", "P4G-hard")``.
+
+Resolving names
+---------------
+
+:func:`agent_factory` and :func:`make_agent` resolve a name in one way for our agents and
+third parties, in this order:
+
+* an entry point in the group ``dialogue_gym.agents`` (how ``dialogue-gym-agents`` registers
+  ``random``, ``scripted`` and ``pushy``, and how a third-party package registers its own:
+  ``[project.entry-points."dialogue_gym.agents"] myagent = "mypkg:MyAgent"``);
+* ``"NAME:CHECKPOINT"`` where ``NAME`` is a registered entry point — a trained agent loaded
+  from a checkpoint directory: ``factory(card=card, checkpoint="CHECKPOINT")``
+  (``planner:runs/planner``, ``sft-retrieval:runs/sft``);
+* ``"openai:MODEL"`` — an LLM system agent on any OpenAI-compatible endpoint
+  (:class:`~dialogue_gym.llm.system_agent.LLMSystemAgent`; ``base_url=...``, key from
+  ``$OPENAI_API_KEY``);
+* ``"package.module:Factory"``;
+* ``"path/to/file.py:Factory"``.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import importlib.util
+import inspect
+import json
 import sys
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from dialogue_gym.cards import TaskCard
 
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "OPENAI_PREFIX",
+    "Action",
+    "Agent",
+    "AgentResolutionError",
+    "AsyncAgent",
+    "BatchAgent",
+    "Observation",
+    "agent_factory",
+    "available_agents",
+    "make_agent",
+    "parse_agent_option",
+]
+
 ENTRY_POINT_GROUP = "dialogue_gym.agents"
+
+OPENAI_PREFIX = "openai:"
+"""Names starting with it resolve to the LLM system agent on an OpenAI-compatible endpoint."""
+
+Observation = dict[str, Any]
+"""A system observation: ``history``, ``goal``, ``role``, ``exchange``, ``to_speak``,
+``estimate`` (see the module docstring)."""
+
+Action = Any
+"""An utterance (``str``) or ``{"utterance": str, "estimate": BDI | dict | vector}``."""
 
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that maps an observation to an action."""
+    """Anything that maps an observation to an action (``reset(seed)`` is optional)."""
 
-    def act(self, observation: dict[str, Any]) -> Any:
-        """Returns the next utterance (``str``) for the seat it plays."""
+    def act(self, observation: Observation) -> Action:
+        """Returns the next action: an utterance, or ``{"utterance", "estimate"}``."""
+        ...
+
+
+@runtime_checkable
+class AsyncAgent(Protocol):
+    """An agent that can also be awaited (``aact``), e.g. one calling a remote model."""
+
+    def act(self, observation: Observation) -> Action:
+        """Returns the next action (see :class:`Agent`)."""
+        ...
+
+    async def aact(self, observation: Observation) -> Action:
+        """Async :meth:`act`: the same action, awaited."""
+        ...
+
+
+@runtime_checkable
+class BatchAgent(Protocol):
+    """An agent that acts for several observations at once (``act_batch``)."""
+
+    def act(self, observation: Observation) -> Action:
+        """Returns the next action (see :class:`Agent`)."""
+        ...
+
+    def act_batch(self, observations: Sequence[Observation]) -> list[Action]:
+        """One action per observation (e.g. one per env of a vectorized batch), in order."""
         ...
 
 
@@ -69,8 +183,21 @@ def _from_file(path: Path, attr: str) -> Any:
     return getattr(module, attr)
 
 
+def _openai_factory(name: str) -> Any:
+    model = name[len(OPENAI_PREFIX) :].strip()
+    if not model:
+        raise AgentResolutionError("an OpenAI-compatible agent needs a model: 'openai:MODEL'")
+    # Imported here: the backends stay out of ``import dialogue_gym``.
+    from dialogue_gym.llm.system_agent import LLMSystemAgent
+
+    return functools.partial(LLMSystemAgent, backend=f"{OPENAI_PREFIX}{model}")
+
+
 def agent_factory(name: str) -> Any:
     """Returns the factory (class or callable) behind an agent name.
+
+    The name is an entry-point name, ``"openai:MODEL"``, ``"module:Factory"`` or
+    ``"path/to/file.py:Factory"`` (see the module docstring).
 
     Raises:
         AgentResolutionError: With the registered names when nothing matches.
@@ -78,6 +205,12 @@ def agent_factory(name: str) -> Any:
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if name in registered:
         return registered[name].load()
+    if name.startswith(OPENAI_PREFIX):
+        return _openai_factory(name)
+    prefix, _, argument = name.partition(":")
+    if prefix in registered and argument:
+        # ``planner:runs/planner``: a registered trained agent and its checkpoint directory.
+        return functools.partial(registered[prefix].load(), checkpoint=argument)
     if ":" in name:
         target, _, attr = name.rpartition(":")
         if target.endswith(".py") or "/" in target or "\\" in target:
@@ -92,18 +225,65 @@ def agent_factory(name: str) -> Any:
     known = ", ".join(sorted(registered)) or "none (pip install -e ./agents)"
     raise AgentResolutionError(
         f"unknown agent {name!r}. Registered agents: {known}. "
-        "Third-party agents: 'module:Class' or 'path/to/file.py:Class'."
+        "Third-party agents: 'module:Class' or 'path/to/file.py:Class'; "
+        "LLM agents: 'openai:MODEL'."
     )
 
 
+def _names_parameter(factory: Any, parameter: str) -> bool:
+    """Whether ``factory``'s signature names ``parameter`` (``**kwargs`` does not count)."""
+    try:
+        found = inspect.signature(factory).parameters.get(parameter)
+    except (TypeError, ValueError):
+        return False
+    return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)
+
+
 def make_agent(name: str, card: TaskCard, **kwargs: Any) -> Agent:
-    """Resolves ``name`` and builds the agent for ``card``.
+    """Resolves ``name`` and builds the agent for ``card``: ``factory(card=card, **kwargs)``.
+
+    ``base_url`` is the endpoint of ``openai:`` agents. So that one set of keyword arguments
+    can serve a mixed list of agents (``dialogue-gym eval --agent openai:M --agent scripted
+    --base-url URL``), any other agent receives ``base_url`` only when its factory names a
+    ``base_url`` parameter. Every other keyword goes to every agent.
 
     Raises:
         AgentResolutionError: Unknown name.
-        TypeError: The built object has no ``act`` method.
+        TypeError: The built object has no ``act`` method (or the factory rejects a keyword).
     """
-    agent = agent_factory(name)(card=card, **kwargs)
+    factory = agent_factory(name)
+    if (
+        "base_url" in kwargs
+        and not name.startswith(OPENAI_PREFIX)
+        and not _names_parameter(factory, "base_url")
+    ):
+        kwargs = {key: value for key, value in kwargs.items() if key != "base_url"}
+    agent = factory(card=card, **kwargs)
     if not callable(getattr(agent, "act", None)):
         raise TypeError(f"agent {name!r} built a {type(agent).__name__} without an act() method")
     return agent
+
+
+def parse_agent_option(text: str) -> tuple[str, Any]:
+    """Reads one ``KEY=VALUE`` agent option (``dialogue-gym eval --agent-option``).
+
+    The value is read as JSON (``true``, ``0.2``, ``{"max_retries": 0}``, ``null``), else as a
+    Python literal (``True``, ``(0.1, 0.2)``), else kept as the string itself
+    (``cache=runs/agent.sqlite``).
+
+    Raises:
+        ValueError: No ``=`` or a key that is not a Python identifier.
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise ValueError(f"agent options are KEY=VALUE with KEY a Python name, got {text!r}")
+    raw = raw.strip()
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        pass
+    try:
+        return key, ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return key, raw

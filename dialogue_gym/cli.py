@@ -7,6 +7,7 @@ Examples::
     dialogue-gym eval P4G-soft P4G-hard --agent scripted --agent pushy --episodes 50
     dialogue-gym play P4G-hard --seed 3
     dialogue-gym annotate esconv --split train --backend openai:gpt-4o-2024-08-06
+    dialogue-gym report runs/x                # runs/x/report.html; --format md|csv for tables
 
 Usage errors (an unknown env id or agent, bad arguments) print one line to stderr and exit
 with status 2; no traceback.
@@ -23,7 +24,8 @@ from typing import Any, TextIO
 
 from dialogue_gym import annotate as annotate_cli
 from dialogue_gym import metrics
-from dialogue_gym.agents import AgentResolutionError, available_agents
+from dialogue_gym import report as report_cli
+from dialogue_gym.agents import AgentResolutionError, available_agents, parse_agent_option
 from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
@@ -96,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="NAME",
-        help="agent name, 'module:Class' or 'file.py:Class' (repeatable)",
+        help="agent name, 'openai:MODEL', 'module:Class' or 'file.py:Class' (repeatable)",
     )
     ev.add_argument(
         "--episodes",
@@ -106,6 +108,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"episodes per agent and env, 1..{MAX_EPISODES:,} (default: 100)",
     )
     ev.add_argument("--seed", type=_seed, default=0, metavar="S", help="seed of episode 0")
+    ev.add_argument(
+        "--seeds",
+        type=_seed,
+        nargs="+",
+        default=None,
+        metavar="S",
+        help="several base seeds, each playing --episodes episodes (e.g. 0 1000 2000)",
+    )
     ev.add_argument(
         "--out",
         type=Path,
@@ -120,7 +130,36 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=1,
         metavar="N",
-        help="episodes played at once (threads; for LLM-backed components)",
+        help="episodes played at once (threads; for LLM-backed components), "
+        "or the number of Ray workers with --executor ray",
+    )
+    ev.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where episodes run: this process, or Ray workers (pip install 'dialogue-gym[ray]')",
+    )
+    ev.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (default: start or reuse a local Ray instance)",
+    )
+    ev.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="endpoint of the openai:MODEL agents, e.g. http://127.0.0.1:8000/v1 (the key "
+        "comes from $OPENAI_API_KEY); other agents get it only if their factory names base_url",
+    )
+    ev.add_argument(
+        "--agent-option",
+        dest="agent_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument for every agent's factory, the value read as JSON or a Python "
+        "literal, else as text (repeatable; e.g. show_estimate=true, temperature=0.2)",
     )
 
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
@@ -130,6 +169,7 @@ def _parser() -> argparse.ArgumentParser:
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`
+    report_cli.add_parser(commands)  # `dialogue-gym report RUN_DIR [RUN_DIR2]`
     return parser
 
 
@@ -192,6 +232,9 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     if run_dir is None:
         run_dir = Path("runs") / _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     env_kwargs = {} if args.encoder is None else {"encoder": args.encoder}
+    agent_kwargs = dict(parse_agent_option(option) for option in args.agent_options)
+    if args.base_url is not None:
+        agent_kwargs["base_url"] = args.base_url
     result = evaluate(
         args.agents,
         args.env_ids,
@@ -199,8 +242,12 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         seed=args.seed,
         out=run_dir,
         env_kwargs=env_kwargs,
+        agent_kwargs=agent_kwargs,
         progress=not args.no_progress,
         concurrency=args.concurrency,
+        seeds=args.seeds,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     print(result.table(), file=out)
     for agent, tasks in result.worst_case().items():
@@ -354,6 +401,7 @@ _COMMANDS = {
     "play": _cmd_play,
     "data": data_cli.run,
     "annotate": annotate_cli.run,
+    "report": report_cli.run,
 }
 
 

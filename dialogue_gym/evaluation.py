@@ -380,6 +380,11 @@ def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
     ]
     if callable(getattr(base, "revealed", None)):
         record.update(base.revealed())
+    if callable(getattr(agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
+        try:
+            record["agent_info"] = agent.episode_info()
+        except Exception as exc:  # reporting must not lose the episode
+            record["agent_info"] = {"error": _error_text(exc)}
     persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
     if persona is not None:
         record["persona"] = persona
@@ -444,11 +449,23 @@ def _components(base: Any) -> dict[str, Any]:
     return out
 
 
-def _usage(env: Any) -> dict[str, Any]:
-    """The backend's per-component call, token, cost, retry and error counts."""
+def _usage(env: Any, agent: Any = None) -> dict[str, Any]:
+    """Per-component calls, tokens, cost, retries and errors of the env's and agent's backends.
+
+    An LLM agent exposes its own backend's counters as a ``usage`` mapping (``agent.system``);
+    they are added unless the agent shares the env's backend (counted once).
+    """
     backend = getattr(_base_env(env), "backend", None)
-    usage = getattr(backend, "usage", None) or {}
-    return {name: dataclasses.asdict(u) for name, u in usage.items()}
+    usage = dict(getattr(backend, "usage", None) or {})
+    agent_backend = getattr(agent, "backend", None)
+    if agent_backend is None or agent_backend is not backend:
+        agent_usage = getattr(agent, "usage", None)
+        if isinstance(agent_usage, Mapping):
+            usage.update(agent_usage)
+    return {
+        name: dataclasses.asdict(u) if dataclasses.is_dataclass(u) else dict(u)
+        for name, u in usage.items()
+    }
 
 
 def _merge_usage(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
@@ -698,6 +715,7 @@ def _run_pair(
             agent = make_agent(name, card=card, **plan.agent_kwargs)
             for job in todo:
                 finish(job, _run_episode(env, agent, job.seed))
+            plan.worker_usage.append(_usage(None, agent))
         elif todo:
             _run_concurrently(
                 plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
@@ -734,7 +752,7 @@ def _run_concurrently(
             local.env = make(env_id, **worker_kwargs)
             local.agent = make_agent(name, card=card, **plan.agent_kwargs)
             with lock:
-                built.append(local.env)
+                built.append((local.env, local.agent))
         return job, _run_episode(local.env, local.agent, job.seed)
 
     try:
@@ -742,7 +760,6 @@ def _run_concurrently(
             for future in as_completed([pool.submit(play, job) for job in todo]):
                 finish(*future.result())
     finally:
-        for env in built:
-            if shared_backend is None:
-                plan.worker_usage.append(_usage(env))
+        for env, agent in built:
+            plan.worker_usage.append(_usage(env if shared_backend is None else None, agent))
             env.close()

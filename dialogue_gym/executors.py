@@ -63,7 +63,7 @@ class EpisodeWorker:
         """The backend usage counters of this worker's env."""
         from dialogue_gym.evaluation import _usage
 
-        return _usage(self.env)
+        return _usage(self.env, self.agent)
 
     def close(self) -> None:
         """Closes the env."""

@@ -1,6 +1,6 @@
 """Play one P4G-hard episode with the scripted persuader and print what happened.
 
-Run: ``python examples/quickstart.py [--seed 0]``
+Run: ``python examples/quickstart.py [--seed 0] [--encoder hashing]``
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--agent", default="scripted")
+    parser.add_argument("--encoder", default=None, help="e.g. hashing (fast) or minilm")
     args = parser.parse_args()
 
-    env = dialogue_gym.make("P4G-hard", privileged=True, render_mode="ansi")
+    env_kwargs = {} if args.encoder is None else {"encoder": args.encoder}
+    env = dialogue_gym.make("P4G-hard", privileged=True, render_mode="ansi", **env_kwargs)
     agent = make_agent(args.agent, card=env.card)
     obs, infos = env.reset(seed=args.seed)
     agent.reset(seed=args.seed)

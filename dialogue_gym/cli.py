@@ -7,6 +7,7 @@ Examples::
     dialogue-gym eval P4G-soft P4G-hard --agent scripted --agent pushy --episodes 50
     dialogue-gym play P4G-hard --seed 3
     dialogue-gym annotate esconv --split train --backend openai:gpt-4o-2024-08-06
+    dialogue-gym train planner --task P4G --out runs/planner-p4g   # `train` lists trainers
     dialogue-gym report runs/x                # runs/x/report.html; --format md|csv for tables
 
 Usage errors (an unknown env id or agent, bad arguments) print one line to stderr and exit
@@ -19,6 +20,7 @@ import argparse
 import datetime as _dt
 import sys
 from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,11 +28,15 @@ from dialogue_gym import annotate as annotate_cli
 from dialogue_gym import metrics
 from dialogue_gym import report as report_cli
 from dialogue_gym.agents import AgentResolutionError, available_agents, parse_agent_option
+from dialogue_gym.argtypes import int_range
 from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
 
 __all__ = ["main"]
+
+TRAINER_GROUP = "dialogue_gym.trainers"
+"""Entry-point group of ``dialogue-gym train`` trainers: ``main(argv, prog) -> int``."""
 
 USAGE_ERRORS = (RegistryError, AgentResolutionError, FileNotFoundError, ValueError, TypeError)
 """Exceptions reported as a one-line usage error (exit status 2)."""
@@ -41,35 +47,9 @@ QUIT = "/quit"
 # -- argument types ----------------------------------------------------------------------------
 
 
-def _episodes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if not 1 <= value <= MAX_EPISODES:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_EPISODES:,}, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    """Parses a positive int (an argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+_episodes = int_range(1, MAX_EPISODES)
+_positive = int_range(1)
+_seed = int_range(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,6 +149,12 @@ def _parser() -> argparse.ArgumentParser:
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`
+
+    train = commands.add_parser(
+        "train", help=f"train an agent (trainers of the entry-point group {TRAINER_GROUP})"
+    )
+    train.add_argument("trainer", nargs="?", metavar="TRAINER", help="omit to list the trainers")
+    train.add_argument("args", nargs=argparse.REMAINDER, metavar="...", help="see TRAINER --help")
     report_cli.add_parser(commands)  # `dialogue-gym report RUN_DIR [RUN_DIR2]`
     return parser
 
@@ -394,7 +380,29 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
+    """Lists the trainers, or runs one with the remaining arguments (its own parser)."""
+    trainers = {ep.name: ep for ep in entry_points(group=TRAINER_GROUP)}
+    if args.trainer is None:
+        print("Trainers:", file=out)
+        if not trainers:
+            print("  (none registered: pip install -e ./agents)", file=out)
+        for name, target in sorted(trainers.items()):
+            print(f"  {name:<24} {target.value}", file=out)
+        print("Options of one: dialogue-gym train TRAINER --help", file=out)
+        return 0
+    if args.trainer not in trainers:
+        known = ", ".join(sorted(trainers)) or "none (pip install -e ./agents)"
+        raise ValueError(f"unknown trainer {args.trainer!r}; registered trainers: {known}")
+    trainer_main = trainers[args.trainer].load()
+    try:
+        return int(trainer_main(list(args.args), prog=f"dialogue-gym train {args.trainer}") or 0)
+    except SystemExit as exc:  # the trainer's argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+
+
 _COMMANDS = {
+    "train": _cmd_train,
     "list": _cmd_list,
     "info": _cmd_info,
     "eval": _cmd_eval,

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dialogue_gym import metrics
+from dialogue_gym.argtypes import int_range
 from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE
 
 __all__ = [
@@ -1559,14 +1560,7 @@ def write_report(
     return path
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+_non_negative = int_range(0)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

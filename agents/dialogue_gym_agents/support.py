@@ -26,7 +26,7 @@ from dialogue_gym.mind.encoders import Encoder, make_encoder
 
 USER_SPEAKER = 1
 
-# -- reading the other person's words ------------------------------------------------------------
+# -- reading the other person's words --------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -166,7 +166,7 @@ class _VoiceReader:
         return found
 
 
-# -- ESConv --------------------------------------------------------------------------------------
+# -- ESConv ----------------------------------------------------------------------------------------
 
 # Emotion words a seeker may use, mapped to the adjective a supporter would reflect back.
 SEEKER_FEELINGS = {
@@ -451,7 +451,7 @@ class ScriptedSupporter:
         return f"{self._reflect(replies)} {question}"
 
 
-# -- ED ------------------------------------------------------------------------------------------
+# -- ED --------------------------------------------------------------------------------------------
 
 # Emotion words a speaker may use (the 32 EmpatheticDialogues labels and everyday variants),
 # mapped to a family that decides how the listener acknowledges the feeling.
@@ -690,7 +690,7 @@ def _uncap(text: str) -> str:
     return text if re.match(r"I\b", text) else text[:1].lower() + text[1:]
 
 
-# -- bad support ---------------------------------------------------------------------------------
+# -- bad support -----------------------------------------------------------------------------------
 
 
 class DismissiveAgent:

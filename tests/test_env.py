@@ -140,10 +140,16 @@ def test_user_only_external(make_env, fixed_system):
     assert fixed_system.resets == 1
     assert obs["user"]["to_speak"] == 1
     assert obs["user"]["history"][0]["text"] == fixed_system.text
-    obs, _, _, _, infos = env.step({"user": "Okay, I'll donate $1 right now."})
-    # A rational hard user would not agree to a bare assertion at exchange 1.
+    obs, _, term, _, infos = env.step({"user": "Okay, I'll donate $1 right now."})
+    # The user policy's word is the user's decision: it agreed, so the task succeeded — but a
+    # rational hard user would not agree to a bare assertion at exchange 1.
+    assert infos["user"]["success"] and term["user"]
     assert infos["user"]["q"] == -1
-    assert len(obs["user"]["history"]) == 3
+    assert infos["user"]["episode"]["success_turn"] == 1
+    env.reset(seed=0)
+    obs, _, term, _, infos = env.step({"user": "No, I don't think I'll donate this time."})
+    assert not infos["user"]["success"] and infos["user"]["q"] == 1
+    assert len(obs["user"]["history"]) == 3  # the frozen system spoke again
 
 
 def test_user_only_requires_policy(make_env):
@@ -172,3 +178,19 @@ def test_episode_record_has_cus_metrics(make_env):
     episode = infos["system"]["episode"]
     assert 0.0 <= episode["csr"] <= 1.0
     assert episode["proactivity"] == pytest.approx(1 / len(concerns))
+
+
+def test_self_play_user_words_are_its_decision(make_env):
+    env = make_env(external=("system", "user"), privileged=True)
+    env.reset(seed=3)
+    env.step({"system": "Would you donate $1 to Save the Children today?"})
+    _, rewards, term, _, infos = env.step({"user": "Sure, put me down for $1.00."})
+    # The user policy agreed, so the task succeeded — without a reason at exchange 1.
+    assert infos["user"]["success"] and term["user"] and infos["user"]["q"] == -1
+    assert infos["user"]["privileged"]["decision"] == "agree"
+    assert rewards["user"] == pytest.approx(-infos["user"]["delta_s"] - 0.5)
+    env.reset(seed=3)
+    env.step({"system": HELLO})
+    obs, _, term, _, infos = env.step({"user": "No, I won't donate."})
+    assert not term["user"] and infos["user"]["privileged"]["decision"] == "refused"
+    assert env.card.mind["refused"] in obs["user"]["state"]  # its mind follows what it said

@@ -2,6 +2,13 @@ import numpy as np
 import pytest
 
 from dialogue_gym.cards import load_card
+from dialogue_gym.judges import (
+    NOT_RATIONAL,
+    RATIONAL,
+    Exchange,
+    StateRationalityJudge,
+    classify_stance,
+)
 from dialogue_gym.mind import make_encoder
 from dialogue_gym.users import HARD, SOFT, CognitiveUser, persona_bank
 from dialogue_gym.users.cognitive import RESOLVED
@@ -134,3 +141,67 @@ def test_presets_are_distinct():
     assert SOFT.drift > 0 and HARD.drift == 0
     with pytest.raises(ValueError, match="preset"):
         CognitiveUser(load_card("p4g"), make_encoder("hashing"), preset="medium")
+
+
+def _resolved_and_asked(card, encoder):
+    """A hard user whose only concern is resolved: a request now deserves a yes."""
+    user = user_with(card, encoder, "hard", (("affordability", 0.5),), w0=0.4)
+    user.respond("Hi! How are you doing today?")
+    for line in card.concern("affordability").unlock[:2]:
+        user.respond(line)
+    assert user.concerns["affordability"].status == RESOLVED
+    return user, "Would you be willing to donate fifty cents to Save the Children?"
+
+
+def _rationality(card, turn, system, reply):
+    exchange = Exchange(1, ((("system", system), ("user", reply))), system, reply, turn, {}, True)
+    return StateRationalityJudge(card).judge(exchange)
+
+
+def test_an_external_users_words_are_its_decision(card, encoder):
+    user, ask = _resolved_and_asked(card, encoder)
+    turn = user.observe(ask, "No, I'm going to pass.")
+    # The reply is the user's: it refused, and its mind follows, even though the state machine
+    # (the rational reference) would have agreed.
+    assert turn.decision == "refused" and user.decision == "refused"
+    assert turn.rational == "agree" and "external_reply" in turn.events
+    assert user.state.intention == card.mind["refused"] != card.target.intention
+    assert _rationality(card, turn, ask, turn.text) == NOT_RATIONAL
+
+
+def test_rationality_of_external_replies(card, encoder):
+    user, ask = _resolved_and_asked(card, encoder)
+    hold = user.observe(ask, "Okay.")  # stalling on a well-reasoned request
+    assert hold.decision == "neutral" and _rationality(card, hold, ask, "Okay.") == NOT_RATIONAL
+    user, ask = _resolved_and_asked(card, encoder)
+    yes = user.observe(ask, "Sure, put me down for $0.50.")
+    assert yes.decision == "agree" and _rationality(card, yes, ask, yes.text) == RATIONAL
+    assert user.state.intention == card.target.intention
+    fresh = user_with(card, encoder, "hard", (("trust", 0.9),))
+    bare = "Will you donate today?"
+    caved = fresh.observe(bare, "Okay, I'll donate $1.")  # a concession without a reason
+    assert caved.rational == "refused"
+    assert _rationality(card, caved, bare, caved.text) == NOT_RATIONAL
+    fresh = user_with(card, encoder, "hard", (("trust", 0.9),))
+    no = fresh.observe(bare, "No, thanks.")
+    assert _rationality(card, no, bare, no.text) == RATIONAL
+
+
+def test_realize_act_words_each_act_in_style(card, encoder):
+    stances = {"refuse": "refused", "hold": "neutral", "warm": "positive", "agree": "agree"}
+    for seed in range(12):
+        user = CognitiveUser(card, encoder, preset="hard")
+        user.reset(np.random.default_rng(seed))
+        state = user.state
+        for act, stance in stances.items():
+            text = user.realize_act(act, "Save the Children works in over 100 countries.")
+            assert text.strip() and "{" not in text
+            assert classify_stance(text, card) == stance, (act, text)
+        assert user.state == state and user.exchange == 0  # wording never moves the mind
+    user = CognitiveUser(card, encoder, preset="hard")
+    user.reset(np.random.default_rng(0))
+    assert classify_stance(user.realize_act("hold", "Hi! How are you today?"), card) == "neutral"
+    voiced = user.realize_act("voice", "What do you think about charities?")
+    assert any(c.voiced for c in user.concerns.values()) and voiced.strip()
+    with pytest.raises(ValueError, match="user act"):
+        user.realize_act("shrug")

@@ -99,8 +99,12 @@ class StateRationalityJudge:
 
     For simulator replies it reads the simulator's own justification (a concession without a
     reason is NOT_RATIONAL). For replies written by an external user policy it compares the
-    stated stance with what a rational user in that state would do: agreeing when a rational
-    user would not, or refusing when a rational user would agree, is NOT_RATIONAL.
+    stated stance with what a rational user in that state would do (the turn's ``rational``
+    reference; its ``decision`` for users that do not set one): agreeing when a rational user
+    would not (a concession without a reason), not agreeing when a rational user would (a
+    well-reasoned request resisted), or falling two or more steps short of the rational stance
+    on the refused < neutral < positive < agree scale (refusing reasons that moved a rational
+    user towards the goal) is NOT_RATIONAL.
     """
 
     def __init__(self, card: TaskCard) -> None:
@@ -111,9 +115,10 @@ class StateRationalityJudge:
         if not exchange.external_user:
             return RATIONAL if exchange.turn.justified else NOT_RATIONAL
         stated = classify_stance(exchange.user, self.card)
-        rational = exchange.turn.decision
-        if stated == "agree" and rational != "agree":
+        turn = exchange.turn
+        rational = turn.rational if turn.rational is not None else turn.decision
+        if (stated == "agree") != (rational == "agree"):
             return NOT_RATIONAL
-        if rational == "agree" and stated == "refused":
+        if _RANK[rational] - _RANK[stated] >= 2:
             return NOT_RATIONAL
         return RATIONAL

@@ -24,6 +24,10 @@ class UserTurn:
             concession without a reason is not (read by the embedded rationality judge).
         events: What the user perceived in the system turn (``"ask"``, ``"pressure"``,
             ``"addressed:trust"`` …), for infos and debugging.
+        rational: For a reply written by an external user policy, the stance the simulator's
+            state machine takes as rational here — the reference the embedded rationality
+            judge compares the stated stance with — while ``decision`` is the stance the reply
+            states. ``None`` for simulator replies (``decision`` is then both).
     """
 
     text: str
@@ -31,6 +35,7 @@ class UserTurn:
     bdi: BDI
     justified: bool
     events: tuple[str, ...] = ()
+    rational: str | None = None
 
 
 @runtime_checkable

@@ -31,6 +31,16 @@ from dialogue_gym.users.persona import Persona, persona_bank
 
 UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
+USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
+"""Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
+
+
+def _stated_stance(text: str, card: TaskCard) -> str:
+    """The stance a reply states (the embedded judges' classifier)."""
+    # Imported here: the judges import this package's base module (a cycle at import time).
+    from dialogue_gym.judges.embedded import classify_stance
+
+    return classify_stance(text, card)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -415,7 +425,11 @@ class CognitiveUser:
         def say(key: str) -> None:
             template = self._pick(key, replies[key])
             concern = self._top_concern()
-            voice = self._voice(concern) if "{concern_voice}" in template and concern else ""
+            voice = ""
+            if "{concern_voice}" in template and concern:
+                if key == "inquiry_concern" and not self.concerns[concern].voiced:
+                    events.append(f"probed:{concern}")  # an open question drew it out
+                voice = self._voice(concern)
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
 
         if "empty" in events:
@@ -463,7 +477,10 @@ class CognitiveUser:
                 say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
-        text = " ".join(parts[:2])
+        return self._styled(" ".join(parts[:2]))
+
+    def _styled(self, text: str) -> str:
+        """Adds the persona's opener and closer (sometimes) and its casing to a reply."""
         if self._rng.random() < 0.45:
             opener = self._pick("opener", self.style.openers)
             if opener.endswith(", ") and not re.match(r"I\b", text):
@@ -472,6 +489,50 @@ class CognitiveUser:
         if self._rng.random() < 0.35 * self.style.verbosity:
             text = text.rstrip() + self._pick("closer", self.style.closers)
         return text.lower() if self.style.lowercase else text
+
+    def realize_act(self, act: str, system_text: str = "") -> str:
+        """Words a response act chosen by an external user policy, in this persona's style.
+
+        The seam for strategy-level user policies (the user seat external): the policy picks
+        one of :data:`USER_ACTS` and this realizes it from the card's reply templates, as the
+        simulator words its own replies — ``refuse`` (voicing the top unresolved concern when
+        there is one), ``hold`` (a neutral reply; a greeting or an open answer when the system
+        greeted or asked something), ``voice`` (raise a not yet voiced concern), ``warm``
+        (lean towards the goal) and ``agree``. Styling that would change the stance the reply
+        states (an opener before a leading "No,") is left out. The mind is not updated: pass
+        the text as the user's action and the env's ``observe`` does that.
+
+        Args:
+            act: One of :data:`USER_ACTS`.
+            system_text: The system utterance being answered.
+
+        Raises:
+            ValueError: Unknown act.
+        """
+        if act not in USER_ACTS:
+            raise ValueError(f"unknown user act {act!r}; choose from {USER_ACTS}")
+        p = self.analyzer.perceive(system_text)
+        top = self._top_concern()
+        if act == "refuse":
+            key = "refuse_concern" if top is not None else "refuse"
+        elif act == "voice":
+            top = self._top_concern(unvoiced_only=True)
+            key = "inquiry_concern" if top is not None else "inquiry_open"
+        elif act in ("warm", "agree"):
+            key = "positive" if act == "warm" else "agree"
+        elif p.empty or p.off_topic:
+            key = "empty" if p.empty else "offtopic"
+        elif p.greeting and self.exchange == 0:
+            key = "greeting"
+        else:
+            key = "inquiry_open" if p.question else "neutral"
+        template = self._pick(key, self.card.replies[key])
+        voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
+        core = self._fill(template.replace("{concern_voice}", voice))
+        styled = self._styled(core)
+        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
+            return core.lower() if self.style.lowercase else core
+        return styled
 
     def _compose_bdi(self) -> BDI:
         mind = self.card.mind
@@ -521,14 +582,19 @@ class CognitiveUser:
     def observe(self, system_text: str, user_text: str) -> UserTurn:
         """Updates the mind when an external policy wrote the reply (user seat external).
 
-        The state machine still decides what a rational user in this state would do; the
-        returned turn carries the external text and the *justified* stance, and the rationality
-        judge compares the two.
+        The reply is the user's: the stance it states (classified from its text with the card's
+        ``reply_*`` cues) becomes the user's decision, and the mind (intention, commitment)
+        follows it, so a user policy that refuses has refused. The state machine still decides
+        what a rational user in this state would do; that stance is returned as the turn's
+        ``rational`` reference (with its ``justified`` flag) for the rationality judge, which
+        marks conceding without a reason or resisting a well-reasoned request.
         """
         self.exchange += 1
         p, events, _, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
-        stance, justified = self._decide(p, reasoned, hurt)
-        self.decision = stance
+        rational, justified = self._decide(p, reasoned, hurt)
+        stated = _stated_stance(user_text, self.card)
+        self.decision = stated
         self._state = self._compose_bdi()
-        return UserTurn(user_text, stance, self._state, justified, (*events, "external_reply"))
+        events = [*events, "external_reply"]
+        return UserTurn(user_text, stated, self._state, justified, tuple(events), rational)

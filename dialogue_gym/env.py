@@ -257,9 +257,15 @@ class DialogueEnv(ParallelEnv):
         self.history.extend(self._openings.get(getattr(drawn, "id", ""), ()))
         self._z0 = self.latent.encode(self._z0_bdi)
         self._z = self._z0
+        self._user_before = self.user.privileged()  # Δw and transitions are measured from it
         if self.system_policy is not None and hasattr(self.system_policy, "reset"):
             self.system_policy.reset(seed=int(self._rng.integers(2**31)))
         infos: dict[str, dict[str, Any]] = {a: self._base_info(a) for a in self.agents}
+        if self.privileged:  # the teacher view needs P_int before the first system turn
+            for seat in self.agents:
+                infos[seat]["privileged"] = self._privileged_view(
+                    self._z0_bdi, self._user_before, self._user_before
+                )
         if SYSTEM not in self.external:
             self._internal_system_turn(infos)
         return self._observe_all(), infos
@@ -508,11 +514,72 @@ class DialogueEnv(ParallelEnv):
             infos[seat].update(details)
             infos[seat]["fallbacks"].extend(fallbacks)
             if self.privileged:
-                infos[seat]["privileged"] = {
-                    "bdi": turn.bdi.to_dict(),
-                    "initial_bdi": self._z0_bdi.to_dict(),
-                    **privileged,
-                }
+                infos[seat]["privileged"] = self._privileged_view(
+                    turn.bdi, self._user_before, privileged
+                )
+        self._user_before = privileged
+
+    def _privileged_view(
+        self, bdi: BDI, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``infos[seat]["privileged"]``: the hidden side of the user, never observed.
+
+        Holds the teacher state (``bdi``, ``initial_bdi``), the user's own privileged record
+        (``willingness``, ``decision``, ``concerns`` statuses, ...), and for SI-AVPO:
+
+        * ``internal_persona`` — P_int as data: per latent concern its ``facet``,
+          ``description``, resistance point (``resistance``; ``needed`` addressing turns for
+          this persona), ``strength``, ``blocking_weight``, unlock conditions (``unlock``
+          prototypes, ``unlock_cues`` regexes), anti-patterns (``anti_patterns``,
+          ``anti_cues``) and its current ``status``, ``progress``, ``voiced`` and ``phase``.
+        * ``delta_w`` — the willingness shift Δw of the last exchange (0 at ``reset``; ``None``
+          for users without a willingness).
+        * ``transitions`` — the concerns whose phase the last exchange changed,
+          ``{id: [before, after]}``; phases are ``latent`` (unresolved, not voiced),
+          ``voiced`` (unresolved, raised by the user), ``partially_addressed`` and
+          ``resolved`` (e.g. ``{"platform_trust": ["latent", "voiced"]}``).
+        """
+        w_before, w_after = before.get("willingness"), after.get("willingness")
+        delta_w = None
+        if w_before is not None and w_after is not None:
+            delta_w = round(float(w_after) - float(w_before), 6)
+        phases_before = {cid: _phase(c) for cid, c in (before.get("concerns") or {}).items()}
+        phases = {cid: _phase(c) for cid, c in (after.get("concerns") or {}).items()}
+        return {
+            "bdi": bdi.to_dict(),
+            "initial_bdi": self._z0_bdi.to_dict(),
+            **after,
+            "internal_persona": {
+                "persona": after.get("persona"),
+                "concerns": {
+                    cid: {**self._concern_data(cid), **state, "phase": phases[cid]}
+                    for cid, state in (after.get("concerns") or {}).items()
+                },
+            },
+            "delta_w": delta_w,
+            "transitions": {
+                cid: [phases_before.get(cid, "absent"), phase]
+                for cid, phase in phases.items()
+                if phases_before.get(cid) != phase
+            },
+        }
+
+    def _concern_data(self, concern_id: str) -> dict[str, Any]:
+        """The card's static definition of a latent concern (empty if the card has none)."""
+        try:
+            concern = self.card.concern(concern_id)
+        except KeyError:
+            return {}
+        return {
+            "facet": concern.facet,
+            "description": concern.description,
+            "resistance": concern.resistance,
+            "blocking_weight": concern.blocking_weight,
+            "unlock": list(concern.unlock),
+            "unlock_cues": [cue.pattern for cue in concern.unlock_cues],
+            "anti_patterns": list(concern.anti),
+            "anti_cues": [cue.pattern for cue in concern.anti_cues],
+        }
 
     def _base_info(self, seat: str) -> dict[str, Any]:
         return {"exchange": self.exchange, "to_speak": self.turn == seat, "fallbacks": []}
@@ -575,11 +642,16 @@ class DialogueEnv(ParallelEnv):
         }
 
     def _concern_metrics(self) -> dict[str, float]:
-        """CSR and proactivity for users with latent concerns (CUS metrics).
+        """CSR and the two proactivity measures for users with latent concerns (CUS metrics).
 
-        CSR is the share of the user's concerns resolved at the end. Proactivity is the share
-        of the user's concerns the system addressed *before* the user voiced them: how well it
-        anticipated the latent concerns instead of only reacting.
+        * ``csr`` — the share of the user's latent concerns resolved at the end.
+        * ``proactivity`` — the share of the user's latent concerns the system addressed
+          *before* the user voiced them: how well it anticipated them instead of reacting.
+        * ``proactive_turns`` — the number of initiative-taking system turns (the per-dialogue
+          count the SI-AVPO paper reports): exchanges in which the system addressed a latent
+          concern the user had not voiced (user event ``proactive:<id>``) or probed one into
+          the open (an open question that made the user voice a concern it had not voiced:
+          ``probed:<id>``). An exchange counts once, however many concerns it touched.
         """
         concerns = self.user.privileged().get("concerns")
         if not concerns:
@@ -591,10 +663,26 @@ class DialogueEnv(ParallelEnv):
             for event in events
             if event.startswith("proactive:")
         }
+        initiative = sum(
+            any(
+                e.startswith(("proactive:", "probed:")) and e.split(":", 1)[1] in concerns
+                for e in events
+            )
+            for events in self._trace["events"]
+        )
         return {
             "csr": resolved / len(concerns),
             "proactivity": len(anticipated & set(concerns)) / len(concerns),
+            "proactive_turns": initiative,
         }
+
+
+def _phase(concern: Mapping[str, Any]) -> str:
+    """A concern's phase: ``latent``, ``voiced``, ``partially_addressed`` or ``resolved``."""
+    status = str(concern.get("status", "unresolved"))
+    if status != "unresolved":
+        return status
+    return "voiced" if concern.get("voiced") else "latent"
 
 
 def _make_backend(

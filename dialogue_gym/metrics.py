@@ -561,8 +561,9 @@ def summarize(
         A dict with keys ``n`` (non-errored episodes), ``n_errored``, ``T``, ``tau_q``,
         ``sr``, ``sr_ci`` (``[low, high]``), ``at``, ``at_ci``, ``rcsr``, ``rcsr_ci``,
         ``sr_curve``, ``rcsr_curve`` (lists of length ``T``), ``mean_q`` (mean of all ``q``
-        entries recorded in non-errored episodes, pooled over exchanges), and ``csr`` and
-        ``proactivity`` (means over episodes that carry them, else ``None``). Values that are
+        entries recorded in non-errored episodes, pooled over exchanges), and ``csr``,
+        ``proactivity`` and ``proactive_turns`` (means over episodes that carry them, else
+        ``None``; see ``DialogueEnv._concern_metrics`` for their definitions). Values that are
         undefined because there are no non-errored episodes (or no ``q`` entries) are
         ``None`` instead of ``nan``.
     """
@@ -596,6 +597,7 @@ def summarize(
         # CUS metrics, present only for users with latent concerns.
         "csr": _optional_mean(valid, "csr"),
         "proactivity": _optional_mean(valid, "proactivity"),
+        "proactive_turns": _optional_mean(valid, "proactive_turns"),
     }
 
 
@@ -613,7 +615,14 @@ DEFAULT_COLUMNS: tuple[str, ...] = ("agent", "env_id", "n", "n_errored", "sr", "
 """Columns shown by :func:`format_table` when none are given."""
 
 _CI_COLUMNS = {"sr": "SR@{T}", "at": "AT", "rcsr": "RCSR@{T}"}
-_HEADERS = {"n_errored": "errored", "env_id": "env", "mean_q": "mean q", "csr": "CSR"}
+_HEADERS = {
+    "n_errored": "errored",
+    "env_id": "env",
+    "mean_q": "mean q",
+    "csr": "CSR",
+    "proactive_turns": "proactive turns",
+}
+_CUS_COLUMNS = ("csr", "proactivity", "proactive_turns")
 
 
 def _is_missing(x: Any) -> bool:
@@ -668,8 +677,8 @@ def format_table(
     Args:
         rows: Summary rows.
         columns: Row keys to show, in order. Defaults to :data:`DEFAULT_COLUMNS`
-            (agent, env, n, errored, SR@T, AT, RCSR@T), plus ``CSR`` and ``proactivity`` when
-            any row has them.
+            (agent, env, n, errored, SR@T, AT, RCSR@T), plus ``CSR``, ``proactivity`` and
+            ``proactive turns`` when any row has them.
 
     Returns:
         The table as a string (header, separator line and one line per row, no trailing
@@ -678,7 +687,7 @@ def format_table(
     cols = list(columns) if columns is not None else list(DEFAULT_COLUMNS)
     if columns is None:
         # CUS tasks also report the concern solving rate and proactivity.
-        cols += [c for c in ("csr", "proactivity") if any(r.get(c) is not None for r in rows)]
+        cols += [c for c in _CUS_COLUMNS if any(r.get(c) is not None for r in rows)]
     headers = [_header(c, rows) for c in cols]
     body = [[_fmt_cell(row, c) for c in cols] for row in rows]
     numeric = [

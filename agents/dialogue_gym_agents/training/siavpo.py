@@ -1,0 +1,558 @@
+"""``dialogue-gym train siavpo``: SI-AVPO (AOPD + STPR) at strategy level, and its ablations.
+
+One run trains a :class:`~dialogue_gym_agents.siavpo.StrategyViewPolicy` against a
+:class:`~dialogue_gym.users.CognitiveUser` (any card with ``user_model = "cognitive"``: Merchant,
+Courier, P4G, ...). Each iteration has three phases (each logged to ``scalars.csv`` and
+TensorBoard):
+
+1. **Rollouts** (:func:`play_group`). ``--seeds-per-iteration`` groups; a group plays
+   ``--group-size`` rollouts of one episode seed in lockstep, on envs built with
+   ``privileged=True`` (the privileged record reaches only the teacher view's input, never the
+   student's). With AOPD the first ``round(teacher_fraction · G)`` rollouts of every group act
+   under the teacher view and the rest under the student view (the student's own rollouts);
+   without AOPD all act under the student view. Every rollout counts towards the budget
+   ``iterations × seeds_per_iteration × group_size`` episodes, whatever its view.
+2. **Advantages** (:mod:`~dialogue_gym_agents.training.siavpo_losses`). The outcome d (the
+   user accepted) normalized within the group of the same seed and view gives A_i; STPR
+   scales each turn's credit by whether its Δw (``infos["system"]["privileged"]["delta_w"]``)
+   agrees with the outcome: ``A_i,k = A_i · c_i,k``.
+3. **Update** (:func:`siavpo_update`). ``--update-epochs`` full-batch Adam steps on::
+
+       L = L_AOPD + λ_st · L_STPR − ent_coef · H
+
+   L_STPR is the shared clipped :func:`~dialogue_gym_agents.training.grpo.grpo_loss` on the
+   turn advantages (each step under the view that played it; ``--stpr-views both`` scores
+   every step under both views); L_AOPD the mean over the student-rollout steps of the KL
+   between the student view and the teacher view of θ_old (the parameters that played the
+   rollouts, held fixed during the update), KL(sg π_T ‖ π_S) by default
+   (``--aopd-direction``); H the mean entropy. L_AOPD is switched on after the first
+   ``aopd_warmup · iterations`` iterations.
+
+Why teacher-view rollouts and a warm-up: an LM prompted with P_int is a capable teacher from
+the start (the paper's pilot study), but a freshly initialized network is not — its teacher
+view learns to use P_int only from rollouts in which it acts, under L_STPR; AOPD then distils
+it into the student view on the student's own rollouts. ``--teacher-fraction 0`` leaves the
+teacher view to the shared weights alone (the LM setting).
+
+Methods by flags (same budget): ``siavpo`` (default), ``--no-aopd`` (w/o AOPD: student
+rollouts, STPR only), ``--no-turn-credit`` (w/o STPR: AOPD plus outcome-only advantages) and
+``--no-aopd --no-turn-credit`` (the GRPO baseline: outcome-reward GRPO, groups = rollouts of
+the same episode seed). The checkpoint (kind ``siavpo``) holds ``policy.pt`` and the manifest;
+``--agent siavpo:DIR`` plays its student view.
+
+Defaults (``λ_st = 4``, forward KL, learning rate 3e-3, warm-up 0.25, half of each group
+under the teacher view) come from short runs on Merchant-hard and Courier-hard with the
+hashing encoder; ``benchmarks/siavpo_claim.py`` reports what they give.
+
+Example::
+
+    dialogue-gym train siavpo --task Merchant --encoder hashing --iterations 60 --out runs/sv
+    dialogue-gym eval Merchant-hard --agent siavpo:runs/sv --encoder hashing
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.env import DialogueEnv
+from dialogue_gym.mind.encoders import Encoder, make_encoder
+from dialogue_gym_agents.siavpo import (
+    KIND,
+    POLICY_FILE,
+    STUDENT,
+    TEACHER,
+    StrategyViewPolicy,
+    View,
+    ViewPolicy,
+    user_preset,
+)
+from dialogue_gym_agents.training.checkpoint import CheckpointWriter
+from dialogue_gym_agents.training.cli import run_trainer
+from dialogue_gym_agents.training.config import TrainConfig, config_to_dict, option
+from dialogue_gym_agents.training.grpo import grpo_loss
+from dialogue_gym_agents.training.rl import episode_outcomes
+from dialogue_gym_agents.training.seeding import RunGenerators, derive_seed, generators
+from dialogue_gym_agents.training.siavpo_losses import outcome_advantages, stpr_advantages
+from dialogue_gym_agents.training.tracking import RunLogger, progress_bar
+
+__all__ = [
+    "Rollout",
+    "SiavpoConfig",
+    "main",
+    "make_envs",
+    "play_group",
+    "rollout_stats",
+    "run_siavpo",
+    "siavpo_update",
+    "torch_threads",
+    "train_siavpo",
+    "turn_advantages",
+]
+
+
+@dataclasses.dataclass
+class SiavpoConfig(TrainConfig):
+    """SI-AVPO: asymmetric-view self-distillation (AOPD) + state-transition credit (STPR)."""
+
+    user: Literal["soft", "hard", "strict", "lenient"] = option(
+        "hard", "user preset trained against (strict/lenient: rational variants of hard)"
+    )
+    max_exchanges: int | None = option(None, "exchange budget T (default: the card's, 8)")
+    iterations: int = option(60, "training iterations (rollouts + update each)")
+    seeds_per_iteration: int = option(8, "episode seeds (GRPO groups) per iteration")
+    group_size: int = option(8, "rollouts per episode seed (the group G)")
+    aopd: bool = option(True, "AOPD: teacher-view rollouts and the KL to the teacher view")
+    teacher_fraction: float = option(
+        0.5, "with AOPD, share of each group's rollouts acting under the teacher view"
+    )
+    aopd_warmup: float = option(
+        0.25, "with AOPD, share of the iterations before the KL is switched on (teacher warm-up)"
+    )
+    aopd_direction: Literal["forward", "reverse"] = option(
+        "forward", "AOPD KL: forward KL(sg teacher || student) or reverse KL(student || sg teacher)"
+    )
+    turn_credit: bool = option(
+        True, "STPR turn credit from Δw (--no-turn-credit: outcome-only advantages, as GRPO)"
+    )
+    stpr_views: Literal["own", "both"] = option(
+        "own",
+        "with AOPD, which view L_STPR trains on each step: both views on every rollout (the "
+        "teacher view also learns at the student's states, where AOPD queries it) or own (the "
+        "view that played the step)",
+    )
+    lambda_st: float = option(4.0, "λ_st, the weight of L_STPR in L = L_AOPD + λ_st·L_STPR")
+    credit_reinforce: float = option(0.5, "α: credit added when Δw agrees with the outcome")
+    credit_suppress: float = option(0.5, "β: credit removed when Δw contradicts the outcome")
+    credit_deadzone: float = option(1e-3, "δ: |Δw| at or below this counts as no change")
+    hidden_sizes: tuple[int, ...] = option((64, 64), "hidden layer widths of the policy MLP")
+    learning_rate: float = option(3e-3, "Adam learning rate")
+    update_epochs: int = option(4, "full-batch gradient steps per iteration")
+    clip: float = option(0.2, "ratio clip of the GRPO surrogate")
+    ent_coef: float = option(0.01, "entropy bonus coefficient")
+    max_grad_norm: float = option(1.0, "gradient norm clip")
+    max_minutes: float | None = option(
+        None, "stop after the iteration that passes this many minutes (default: no limit)"
+    )
+    deterministic: bool = option(
+        True, "the trained agent plays its most likely strategy (--no-deterministic: samples)"
+    )
+    torch_threads: int = option(
+        1, "torch intra-op threads while training (restored after; tiny MLPs run best on 1)"
+    )
+
+    def __post_init__(self) -> None:
+        positive = ("iterations", "seeds_per_iteration", "group_size", "update_epochs")
+        for name in (*positive, "torch_threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.max_exchanges is not None and self.max_exchanges < 1:
+            raise ValueError("--max-exchanges must be >= 1")
+        if not 0.0 <= self.aopd_warmup < 1.0:
+            raise ValueError(f"--aopd-warmup must be in [0, 1), got {self.aopd_warmup}")
+        if not 0.0 <= self.teacher_fraction < 1.0:
+            raise ValueError(f"--teacher-fraction must be in [0, 1), got {self.teacher_fraction}")
+        if self.aopd and self.teacher_fraction > 0 and self.group_size < 2:
+            raise ValueError("teacher-view rollouts need --group-size >= 2")
+        if self.lambda_st < 0 or self.ent_coef < 0 or self.clip <= 0:
+            raise ValueError("--lambda-st and --ent-coef must be >= 0 and --clip > 0")
+        if self.credit_reinforce < 0 or not 0.0 <= self.credit_suppress <= 1.0:
+            raise ValueError("need --credit-reinforce >= 0 and --credit-suppress in [0, 1]")
+        if self.credit_deadzone < 0 or self.learning_rate <= 0 or self.max_grad_norm <= 0:
+            raise ValueError("need --credit-deadzone >= 0, --learning-rate and --max-grad-norm > 0")
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            raise ValueError("--hidden-sizes must be one or more positive widths")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ValueError("--max-minutes must be positive")
+
+    @property
+    def method(self) -> str:
+        """``siavpo``, ``siavpo-no-aopd``, ``siavpo-no-stpr`` or ``grpo``."""
+        if self.aopd:
+            return "siavpo" if self.turn_credit else "siavpo-no-stpr"
+        return "siavpo-no-aopd" if self.turn_credit else "grpo"
+
+    @property
+    def teachers_per_group(self) -> int:
+        """Rollouts per group acting under the teacher view."""
+        if not self.aopd:
+            return 0
+        return min(round(self.teacher_fraction * self.group_size), self.group_size - 1)
+
+
+# -- phase 1: rollouts -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Rollout:
+    """One episode played by the policy under one view.
+
+    Attributes:
+        seed: The episode seed (the group key together with the view).
+        view: The view that chose the actions.
+        inputs: Step inputs (both views' inputs) per turn.
+        actions: The actions taken.
+        logp: Their log-probs under ``view`` when sampled.
+        delta_w: The willingness shift Δw of each turn (0 where the env reports none).
+        events: The user's events of each turn.
+        record: The env's episode record.
+    """
+
+    seed: int
+    view: View
+    inputs: list[Any] = dataclasses.field(default_factory=list)
+    actions: list[Any] = dataclasses.field(default_factory=list)
+    logp: list[float] = dataclasses.field(default_factory=list)
+    delta_w: list[float] = dataclasses.field(default_factory=list)
+    events: list[list[str]] = dataclasses.field(default_factory=list)
+    record: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        """The binary outcome d: the user accepted (the success judge fired)."""
+        return bool(self.record.get("success"))
+
+
+def make_envs(
+    card: TaskCard, user: str, n: int, encoder: Encoder, max_exchanges: int | None = None
+) -> list[DialogueEnv]:
+    """``n`` privileged envs of ``card`` against the user preset ``user``, sharing ``encoder``.
+
+    Raises:
+        ValueError: The card's user is not a ``CognitiveUser``, or an unknown preset.
+    """
+    if card.user_model != "cognitive":
+        raise ValueError(
+            f"SI-AVPO needs a task whose user is a CognitiveUser (latent concerns and a "
+            f"willingness); {card.id!r} has user model {card.user_model!r}"
+        )
+    preset = user_preset(card, user)
+    return [
+        DialogueEnv(
+            card=card,
+            user=preset,
+            encoder=encoder,
+            privileged=True,
+            max_exchanges=max_exchanges,
+            env_id=f"{card.id}-{user}-siavpo",
+        )
+        for _ in range(n)
+    ]
+
+
+def play_group(
+    envs: Sequence[DialogueEnv],
+    policy: ViewPolicy,
+    seed: int,
+    views: Sequence[View],
+    generator: torch.Generator,
+    realizer_seeds: Sequence[int],
+) -> list[Rollout]:
+    """Plays one rollout per env of episode ``seed`` in lockstep, rollout i under ``views[i]``.
+
+    Each turn, the active rollouts of each view are sampled in one batch.
+    """
+    episodes = [policy.new_episode(s) for s in realizer_seeds]
+    rollouts = [Rollout(seed=seed, view=view) for view in views]
+    last = [env.reset(seed=seed) for env in envs]
+    active = list(range(len(envs)))
+    while active:
+        for view in (TEACHER, STUDENT):
+            members = [i for i in active if views[i] == view]
+            if not members:
+                continue
+            inputs = [
+                episodes[i].encode(last[i][0]["system"], last[i][1]["system"].get("privileged"))
+                for i in members
+            ]
+            actions, logp = policy.sample(inputs, view, generator)
+            for i, step_input, action, lp in zip(members, inputs, actions, logp, strict=True):
+                observations, _, terminated, truncated, infos = envs[i].step(
+                    {"system": episodes[i].act(action)}
+                )
+                info = infos["system"]
+                rollout = rollouts[i]
+                rollout.inputs.append(step_input)
+                rollout.actions.append(action)
+                rollout.logp.append(float(lp))
+                rollout.delta_w.append(float(info.get("privileged", {}).get("delta_w") or 0.0))
+                rollout.events.append(list(info.get("user_events", ())))
+                last[i] = (observations, infos)
+                if terminated["system"] or truncated["system"]:
+                    rollout.record = dict(info["episode"])
+        active = [i for i in active if not rollouts[i].record]
+    return rollouts
+
+
+def rollout_stats(rollouts: Sequence[Rollout], T: int) -> dict[str, float]:
+    """Acc (SR@T), RCSR, CSR, proactivity, proactive turns and asks/pressure per episode."""
+    if not rollouts:
+        return {}
+    records = [r.record for r in rollouts]
+    outcome = episode_outcomes(records, T)
+
+    def per_episode(prefix: str) -> float:
+        return float(np.mean([sum(e == prefix for ev in r.events for e in ev) for r in rollouts]))
+
+    return {
+        "acc": outcome["sr"],
+        "rcsr": outcome["rcsr"],
+        "turns": outcome["turns"],
+        "csr": float(np.mean([r.get("csr", 0.0) for r in records])),
+        "proactivity": float(np.mean([r.get("proactivity", 0.0) for r in records])),
+        "proactive_turns": float(np.mean([r.get("proactive_turns", 0) for r in records])),
+        "asks": per_episode("ask"),
+        "pressure": per_episode("pressure"),
+    }
+
+
+# -- phase 2: advantages ---------------------------------------------------------------------------
+
+
+def turn_advantages(rollouts: Sequence[Rollout], config: SiavpoConfig) -> list[np.ndarray]:
+    """Per rollout, the turn advantages A_i,k (STPR) or A_i on every turn (no turn credit)."""
+    trajectory = outcome_advantages(
+        [r.accepted for r in rollouts], [(r.seed, r.view) for r in rollouts]
+    )
+    out = []
+    for rollout, advantage in zip(rollouts, trajectory, strict=True):
+        if config.turn_credit:
+            out.append(
+                stpr_advantages(
+                    advantage,
+                    rollout.accepted,
+                    rollout.delta_w,
+                    config.credit_reinforce,
+                    config.credit_suppress,
+                    config.credit_deadzone,
+                )
+            )
+        else:
+            out.append(np.full(len(rollout.actions), float(advantage)))
+    return out
+
+
+# -- phase 3: update -------------------------------------------------------------------------------
+
+
+def siavpo_update(
+    policy: ViewPolicy,
+    optimizer: torch.optim.Optimizer,
+    rollouts: Sequence[Rollout],
+    advantages: Sequence[np.ndarray],
+    config: SiavpoConfig,
+    distill: bool = True,
+) -> dict[str, float]:
+    """``update_epochs`` gradient steps on ``L = L_AOPD + λ_st·L_STPR − ent_coef·H``.
+
+    The AOPD targets are the teacher view's distributions at the student-rollout states taken
+    before the first step (the parameters that played the rollouts, θ_old), held fixed during
+    the update as PPO holds π_old: a target that moved with every step would let the student
+    chase its own shared weights.
+
+    Args:
+        policy: The policy.
+        optimizer: Its optimizer.
+        rollouts: This iteration's rollouts.
+        advantages: Their turn advantages (:func:`turn_advantages`).
+        config: The run's config.
+        distill: Apply L_AOPD (with ``config.aopd``; off during the warm-up).
+
+    Returns:
+        The last step's loss parts: ``loss``, ``stpr``, ``aopd``, ``entropy``,
+        ``clip_fraction``.
+    """
+    batches: dict[View, dict[str, list[Any]]] = {}
+    for rollout, adv in zip(rollouts, advantages, strict=True):
+        batch = batches.setdefault(
+            rollout.view, {"inputs": [], "actions": [], "old": [], "adv": []}
+        )
+        batch["inputs"] += rollout.inputs
+        batch["actions"] += rollout.actions
+        batch["old"] += rollout.logp
+        batch["adv"] += list(adv)
+    # STPR terms: (view scored, batch, log-probs of its actions under that view at θ_old).
+    terms: list[tuple[View, dict[str, list[Any]], torch.Tensor]] = []
+    for played, batch in batches.items():
+        scored = (TEACHER, STUDENT) if config.aopd and config.stpr_views == "both" else (played,)
+        for view in scored:
+            if view == played:
+                old = torch.as_tensor(batch["old"], dtype=torch.float32)
+            else:
+                with torch.no_grad():
+                    old = policy.log_probs(batch["inputs"], batch["actions"], view)
+            terms.append((view, batch, old))
+    total = sum(len(batch["actions"]) for _, batch, _ in terms)
+    student = batches.get(STUDENT) if config.aopd and distill else None
+    targets = None
+    if student is not None:
+        targets = policy.teacher_targets(student["inputs"], student["actions"])
+    stats: dict[str, float] = {}
+    for _ in range(config.update_epochs):
+        stpr = torch.zeros(())
+        entropy = torch.zeros(())
+        clipped = 0.0
+        for view, batch, old in terms:
+            logp = policy.log_probs(batch["inputs"], batch["actions"], view)
+            part = grpo_loss(
+                logp,
+                old,
+                torch.as_tensor(batch["adv"], dtype=torch.float32),
+                clip=config.clip,
+                beta=0.0,
+            )
+            weight = len(batch["actions"]) / total
+            stpr = stpr + weight * part.loss
+            entropy = entropy + weight * policy.entropy(batch["inputs"], view).mean()
+            clipped += weight * float(part.clip_fraction)
+        aopd = torch.zeros(())
+        if student is not None:
+            kl = policy.view_kl(
+                student["inputs"], student["actions"], config.aopd_direction, targets
+            )
+            aopd = kl.mean()
+        loss = aopd + config.lambda_st * stpr - config.ent_coef * entropy
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(policy.parameters()), config.max_grad_norm)
+        optimizer.step()
+        stats = {
+            "loss": float(loss.detach()),
+            "stpr": float(stpr.detach()),
+            "aopd": float(aopd.detach()),
+            "entropy": float(entropy.detach()),
+            "clip_fraction": clipped,
+        }
+    return stats
+
+
+# -- the loop and the trainer ----------------------------------------------------------------------
+
+
+def run_siavpo(
+    policy: ViewPolicy,
+    envs: Sequence[DialogueEnv],
+    config: SiavpoConfig,
+    run: RunGenerators,
+    log: RunLogger,
+) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """The training loop over any :class:`~dialogue_gym_agents.siavpo.ViewPolicy`.
+
+    Returns:
+        The learning curve (one point per iteration) and totals (``episodes``, ``env_steps``,
+        ``iterations``).
+    """
+    T = envs[0].max_exchanges
+    optimizer = torch.optim.Adam(list(policy.parameters()), lr=config.learning_rate)
+    n_teacher = config.teachers_per_group
+    views: list[View] = [TEACHER] * n_teacher + [STUDENT] * (config.group_size - n_teacher)
+    deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
+    warmup = math.floor(config.aopd_warmup * config.iterations)
+    curve: list[dict[str, float]] = []
+    episodes = steps = 0
+    bar = progress_bar(config.iterations, f"siavpo ({config.method})", config.progress, "iter")
+    for iteration in range(1, config.iterations + 1):
+        rollouts: list[Rollout] = []
+        for group in range(config.seeds_per_iteration):
+            seed = derive_seed(config.seed, "episode", iteration, group)
+            realizer_seeds = [derive_seed(seed, "realizer", i) for i in range(len(envs))]
+            rollouts += play_group(envs, policy, seed, views, run.torch, realizer_seeds)
+        episodes += len(rollouts)
+        steps += sum(len(r.actions) for r in rollouts)
+        advantages = turn_advantages(rollouts, config)
+        distill = iteration > warmup
+        losses = siavpo_update(policy, optimizer, rollouts, advantages, config, distill)
+        point: dict[str, float] = {"iteration": float(iteration), "env_steps": float(steps)}
+        for view in (STUDENT, TEACHER):
+            stats = rollout_stats([r for r in rollouts if r.view == view], T)
+            point.update({f"{view}_{k}": v for k, v in stats.items()})
+        point.update({f"loss_{k}": v for k, v in losses.items()})
+        signs = np.concatenate([np.sign(a) for a in advantages]) if advantages else np.zeros(0)
+        point["nonzero_advantage_share"] = float(np.mean(signs != 0)) if signs.size else 0.0
+        curve.append(point)
+        log.log_dict({k: v for k, v in point.items() if k != "iteration"}, iteration, "train/")
+        bar.set_postfix(acc=f"{point.get('student_acc', 0.0):.2f}", kl=f"{losses['aopd']:.3f}")
+        bar.update(1)
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    bar.close()
+    return curve, {"episodes": float(episodes), "env_steps": float(steps), "iterations": len(curve)}
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Sets torch's intra-op thread count inside the block and restores it after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def train_siavpo(config: SiavpoConfig) -> Path:
+    """Trains a strategy-level SI-AVPO policy (or an ablation); returns the checkpoint folder.
+
+    Raises:
+        ValueError: Bad options, a task whose user is not a ``CognitiveUser``, an existing
+            checkpoint without ``overwrite``.
+        FileNotFoundError: No such task card.
+    """
+    card = load_card(config.task)
+    encoder = make_encoder(config.encoder)
+    envs = make_envs(card, config.user, config.group_size, encoder, config.max_exchanges)
+    writer = CheckpointWriter(config.out, overwrite=config.overwrite)
+    run = generators(config.seed)
+    policy = StrategyViewPolicy(
+        card, encoder, envs[0].max_exchanges, config.hidden_sizes, generator=run.torch
+    )
+    start = time.perf_counter()
+    with writer, RunLogger(writer.path, tensorboard=config.tensorboard) as log:
+        with torch_threads(config.torch_threads):
+            curve, totals = run_siavpo(policy, envs, config, run, log)
+        torch.save(policy.net.state_dict(), writer.path / POLICY_FILE)
+        log.close()
+        tail = curve[-3:]
+        final = {
+            key: float(np.mean([p[key] for p in tail if key in p]))
+            for key in ("student_acc", "student_csr", "student_proactive_turns", "teacher_acc")
+            if any(key in p for p in tail)
+        }
+        return writer.commit(
+            KIND,
+            card,
+            config_to_dict(config),
+            [POLICY_FILE],
+            info={
+                **policy.info(),
+                "method": config.method,
+                "user_preset": config.user,
+                "teachers_per_group": config.teachers_per_group,
+                **totals,
+                "final": {k: v for k, v in final.items() if not math.isnan(v)},
+                "curve": curve,
+                "train_s": round(time.perf_counter() - start, 3),
+            },
+        )
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``dialogue-gym train siavpo OPTIONS``.
+
+    Returns:
+        0 on success (usage errors raise ``SystemExit``/``ValueError``).
+    """
+    return run_trainer(SiavpoConfig, train_siavpo, argv, prog=prog or "dialogue-gym train siavpo")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

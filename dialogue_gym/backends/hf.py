@@ -103,18 +103,13 @@ def _load_gguf(path: Path) -> tuple[Any, Any]:
     """Model (fp32, de-quantized) and tokenizer from a GGUF file."""
     torch = _torch()
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import is_accelerate_available
 
     folder, name = str(path.parent), path.name
     with _quiet_progress():
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-        if is_accelerate_available():
-            model = AutoModelForCausalLM.from_pretrained(
-                folder, gguf_file=name, dtype=torch.float32, local_files_only=True
-            )
-            return model, tokenizer
-        # transformers' GGUF path in from_pretrained requires accelerate; without it, build
-        # the model from the GGUF config and load the de-quantized tensors ourselves.
+        # Build the model from the GGUF config and load the de-quantized tensors ourselves:
+        # from_pretrained(gguf_file=...) needs accelerate and returns a model flagged as
+        # GGUF-quantized, which save_pretrained refuses (we re-save it as safetensors).
         from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
         config = AutoConfig.from_pretrained(folder, gguf_file=name, local_files_only=True)

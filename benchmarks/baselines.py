@@ -4,8 +4,8 @@ For each task (default: P4G and ESConv) this script, in one run:
 
 1. builds an ``sft-retrieval`` index of the corpus's system turns (MiniLM);
 2. trains the PPDPP-style ``planner``: supervised pretraining on the strategy-annotated corpus,
-   then stable-baselines3 PPO against the *hard* user for ``--ppo-steps`` exchanges (optionally
-   capped by ``--ppo-minutes`` of wall-clock). The target is to beat ``random`` on hard users
+   then stable-baselines3 PPO against the *hard* user for ``--ppo-steps`` exchanges (capped by
+   ``--ppo-minutes`` of wall-clock). The target is to beat ``random`` on hard users
    within 15 minutes of CPU training, pretraining included: the CPU time of every phase is
    printed beside its wall-clock time (on a shared machine the two differ);
 3. evaluates random, scripted, sft-retrieval and planner on the soft and hard users with
@@ -18,10 +18,12 @@ For each task (default: P4G and ESConv) this script, in one run:
 
 Usage::
 
-    python benchmarks/baselines.py [--tasks P4G ESConv] [--episodes 100] [--ppo-steps 150000]
-        [--ppo-minutes M] [--data DIR] [--out runs/baselines] [--encoder minilm] [--reuse]
+    python benchmarks/baselines.py [--tasks P4G ESConv] [--episodes 100] [--ppo-steps 400000]
+        [--ppo-minutes 12] [--data DIR] [--out runs/baselines] [--encoder minilm] [--reuse]
 
-``--reuse`` evaluates checkpoints already in ``--out`` instead of training them again.
+``--reuse`` evaluates checkpoints already in ``--out`` instead of training them again, and
+evaluation episodes already recorded under ``--out/eval`` (per agent and checkpoint) are not
+played again.
 
 The corpora are read from ``--data`` (default: ``$DIALOGUE_GYM_DATA``, else ``../shared/datasets``
 beside the repository). Needs ``stable-baselines3`` and the MiniLM encoder.
@@ -120,13 +122,18 @@ def evaluate(
     summaries: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
     for agent in ("random", "scripted", "sft-retrieval", "planner"):
-        kwargs = {"checkpoint": str(checkpoints[agent])} if agent in checkpoints else {}
+        kwargs, run_name = {}, agent
+        if agent in checkpoints:
+            kwargs = {"checkpoint": str(checkpoints[agent])}
+            content = load_checkpoint(checkpoints[agent]).manifest["content_hash"]
+            run_name = f"{agent}-{content[:12]}"  # a retrained agent never resumes old episodes
         start, cpu = time.perf_counter(), time.process_time()
         result = dialogue_gym.evaluate(
             agent,
             [f"{task}-soft", f"{task}-hard"],
             episodes=args.episodes,
             seed=EVAL_SEED,
+            out=Path(args.out) / "eval" / task / run_name,
             env_kwargs={"encoder": args.encoder},
             agent_kwargs=kwargs,
             progress=False,
@@ -156,9 +163,10 @@ def paired_sr(records: list[dict[str, Any]], env_id: str) -> str:
     )
 
 
-def learning_curve(planner: Path, every: int) -> str:
-    """The rollout SR per PPO update, every ``every``-th update, as text."""
+def learning_curve(planner: Path, every: int | None) -> str:
+    """The rollout SR per PPO update, every ``every``-th update (default: ~25 rows), as text."""
     curve = load_checkpoint(planner).info.get("ppo", {}).get("curve", [])
+    every = every or max(1, len(curve) // 25)
     rows = [
         f"  update {int(p['update']):>4}  steps {int(p['steps']):>7}  rollout SR "
         f"{p['rollout_sr']:.2f}  RCSR {p['rollout_rcsr']:.2f}  return {p['return']:+.2f}"
@@ -172,13 +180,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=["P4G", "ESConv"])
     parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--ppo-steps", type=int, default=150_000)
-    parser.add_argument("--ppo-minutes", type=float, default=None, help="wall-clock cap")
+    parser.add_argument("--ppo-steps", type=int, default=400_000)
+    parser.add_argument("--ppo-minutes", type=float, default=12.0, help="wall-clock cap")
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--data", type=Path, default=_default_data())
     parser.add_argument("--out", type=Path, default=Path("runs/baselines"))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--curve-every", type=int, default=10, help="print every n-th update")
+    parser.add_argument(
+        "--curve-every", type=int, default=None, help="print every n-th update (default: ~25 rows)"
+    )
     parser.add_argument("--reuse", action="store_true", help="evaluate existing checkpoints")
     args = parser.parse_args()
 

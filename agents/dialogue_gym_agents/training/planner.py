@@ -21,7 +21,7 @@ Phases (each logged to ``scalars.csv`` and TensorBoard; wall-clock in the manife
 
 Example::
 
-    dialogue-gym train planner --task P4G --user hard --ppo-steps 100000 --out runs/planner-p4g
+    dialogue-gym train planner --task P4G --user hard --ppo-steps 400000 --out runs/planner-p4g
     dialogue-gym eval P4G-hard --agent planner:runs/planner-p4g
 """
 
@@ -109,7 +109,9 @@ class PlannerConfig(TrainConfig):
         "PPO reward: success (1 when the dialogue succeeds), judge (PPDPP: the success "
         "judge's score of each exchange) or env (the env's r_S, MASP's latent progress)",
     )
-    ppo_steps: int = option(50_000, "PPO environment steps, one exchange each (0: skip PPO)")
+    ppo_steps: int = option(
+        400_000, "PPO environment steps, one exchange each (0: skip PPO; ~5-10 CPU minutes)"
+    )
     n_envs: int = option(4, "parallel environments of PPO")
     n_steps: int = option(128, "steps per environment per PPO update")
     batch_size: int = option(128, "PPO minibatch size")

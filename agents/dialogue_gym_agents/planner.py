@@ -30,9 +30,9 @@ from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym.wrappers.strategy_actions import STANCES, split_sentences
 from dialogue_gym_agents.training.checkpoint import (
     CheckpointMismatchError,
-    CorruptCheckpointError,
     check_backend_spec,
     load_checkpoint,
+    load_torch_module,
 )
 
 __all__ = [
@@ -224,19 +224,13 @@ def load_policy(folder: str | Path, info: Mapping[str, Any]) -> StrategyPolicyNe
     Raises:
         CorruptCheckpointError: The weights cannot be read or do not fit the recorded shape.
     """
-    try:
-        net = StrategyPolicyNet(
+    return load_torch_module(
+        lambda: StrategyPolicyNet(
             int(info["n_features"]), int(info["n_actions"]), tuple(info["hidden_sizes"])
-        )
-        state = torch.load(Path(folder) / POLICY_FILE, map_location="cpu", weights_only=True)
-        net.load_state_dict(state, strict=True)
-    except (KeyError, TypeError, ValueError, RuntimeError, OSError, EOFError) as exc:
-        message = " ".join(str(exc).split())[:300]
-        raise CorruptCheckpointError(
-            f"cannot load the planner policy in {folder}: {message}"
-        ) from None
-    net.eval()
-    return net
+        ),
+        Path(folder) / POLICY_FILE,
+        "the planner policy",
+    )
 
 
 # -- realizers -------------------------------------------------------------------------------------

@@ -55,8 +55,8 @@ from dialogue_gym.users.cognitive import UserPreset, card_preset
 from dialogue_gym_agents.planner import StrategyFeatures
 from dialogue_gym_agents.training.checkpoint import (
     CheckpointMismatchError,
-    CorruptCheckpointError,
     load_checkpoint,
+    load_torch_module,
 )
 from dialogue_gym_agents.training.siavpo_losses import KLDirection, aopd_kl
 
@@ -497,21 +497,16 @@ def load_view_policy(
         CheckpointMismatchError: The card's feature layout differs from the checkpoint's.
         CorruptCheckpointError: The weights cannot be read or do not fit the recorded shape.
     """
-    try:
-        net = StrategyViewNet(
+    net = load_torch_module(
+        lambda: StrategyViewNet(
             int(info["n_features"]),
             int(info["n_privileged"]),
             int(info["n_actions"]),
             tuple(info["hidden_sizes"]),
-        )
-        state = torch.load(Path(folder) / POLICY_FILE, map_location="cpu", weights_only=True)
-        net.load_state_dict(state, strict=True)
-    except (KeyError, TypeError, ValueError, RuntimeError, OSError, EOFError) as exc:
-        message = " ".join(str(exc).split())[:300]
-        raise CorruptCheckpointError(
-            f"cannot load the siavpo policy in {folder}: {message}"
-        ) from None
-    net.eval()
+        ),
+        Path(folder) / POLICY_FILE,
+        "the siavpo policy",
+    )
     try:
         policy = StrategyViewPolicy(
             card, encoder, max_exchanges=int(info["max_exchanges"]), net=net

@@ -50,7 +50,7 @@ import torch
 import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym_agents.lm.policy import LMPolicy, LMResponse, LMSeat, pad_token_rows
+from dialogue_gym_agents.lm.policy import LMPolicy, LMSeat
 from dialogue_gym_agents.training.checkpoint import (
     CheckpointMismatchError,
     CheckpointWriter,
@@ -58,14 +58,13 @@ from dialogue_gym_agents.training.checkpoint import (
 )
 from dialogue_gym_agents.training.cli import run_trainer
 from dialogue_gym_agents.training.config import TrainConfig, config_to_dict, option
-from dialogue_gym_agents.training.grpo import grpo_loss
 from dialogue_gym_agents.training.rl import (
     DEFAULT_GAMMA,
     discounted_returns,
-    episode_outcomes,
     group_advantages,
 )
 from dialogue_gym_agents.training.seeding import derive_seed
+from dialogue_gym_agents.training.selfplay import Rollout, grpo_update
 from dialogue_gym_agents.training.tracking import RunLogger, progress_bar
 
 __all__ = [
@@ -89,50 +88,21 @@ SERVED_DIR = "served"
 SEATS = ("system", "user")
 
 
-@dataclasses.dataclass
-class LMRollout:
-    """The learner's steps of a batch of episodes, with returns and group advantages.
+class LMRollout(Rollout):
+    """A :class:`~dialogue_gym_agents.training.selfplay.Rollout` of LM replies.
 
-    Attributes:
-        learner: The seat whose steps these are.
-        contexts: Per step, the chat prompt.
-        actions: Per step, the sampled reply.
-        logp_old: Per step, its tokens' log-probs under the sampling policy (detached).
-        rewards: Per step, the learner's reward for the exchange.
-        returns: Per step, the discounted return-to-go within its episode.
-        advantages: Per step, the return normalized within its group.
-        groups: Per step, its group key ``(episode group, turn index)``.
-        records: The env's episode records.
+    ``contexts`` are chat prompts, ``actions`` :class:`LMResponse` replies and ``logp_old``
+    their per-token log-probs; :meth:`stats` adds reply statistics.
     """
 
-    learner: str
-    contexts: list[list[dict[str, str]]] = dataclasses.field(default_factory=list)
-    actions: list[LMResponse] = dataclasses.field(default_factory=list)
-    logp_old: list[torch.Tensor] = dataclasses.field(default_factory=list)
-    rewards: list[float] = dataclasses.field(default_factory=list)
-    returns: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
-    advantages: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
-    groups: list[Hashable] = dataclasses.field(default_factory=list)
-    records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.actions)
-
     def stats(self) -> dict[str, float]:
-        """Rollout SR, RCSR, turns, mean reward per episode and reply statistics."""
-        T = max((int(r.get("T", 8)) for r in self.records), default=8)
-        outcome = episode_outcomes(self.records, T)
-        episodes = max(len(self.records), 1)
+        """The rollout statistics plus mean reply length and the count of empty replies."""
         return {
-            "sr": outcome["sr"],
-            "rcsr": outcome["rcsr"],
-            "turns": outcome["turns"],
-            "episode_reward": float(np.sum(self.rewards)) / episodes,
+            **super().stats(),
             "reply_tokens": float(np.mean([len(a.tokens) for a in self.actions]))
             if self.actions
             else 0.0,
             "empty_replies": float(sum(1 for a in self.actions if not a.text.strip())),
-            "steps": float(len(self)),
         }
 
 
@@ -195,6 +165,7 @@ def rollout(
                     out.groups.append((groups[i], len(own[i]) - 1))
                 if "q" in infos[learner] and own[i]:  # an exchange completed: both seats paid
                     out.rewards[own[i][-1]] += float(rewards[learner])
+                    out.q.append(int(infos[learner]["q"]))
                 observations[i] = obs
                 if any(terminated.values()) or any(truncated.values()):
                     record = next(
@@ -211,56 +182,6 @@ def rollout(
     out.returns = returns
     out.advantages = group_advantages(returns, out.groups) if len(out) else np.zeros(0)
     return out
-
-
-def grpo_update(
-    policy: LMPolicy,
-    optimizer: torch.optim.Optimizer,
-    batch: LMRollout,
-    *,
-    epochs: int,
-    minibatch_size: int,
-    clip: float,
-    beta: float,
-    generator: torch.Generator,
-    max_grad_norm: float | None = 1.0,
-) -> dict[str, float]:
-    """Clipped GRPO epochs on one rollout with the token-level KL to the reference.
-
-    Returns:
-        Mean ``loss``, ``policy``, ``kl``, ``clip_fraction`` and ``ratio_mean`` over the
-        gradient steps (zeros for an empty rollout).
-    """
-    sums = dict.fromkeys(("loss", "policy", "kl", "clip_fraction", "ratio_mean"), 0.0)
-    steps = 0
-    advantages = torch.as_tensor(batch.advantages, dtype=torch.float32)
-    parameters = policy.trainable_parameters()
-    for _ in range(epochs):
-        order = torch.randperm(len(batch), generator=generator).tolist()
-        for start in range(0, len(order), minibatch_size):
-            rows = order[start : start + minibatch_size]
-            out = policy.evaluate(
-                [batch.contexts[r] for r in rows], [batch.actions[r] for r in rows]
-            )
-            old = pad_token_rows([batch.logp_old[r] for r in rows], out.logp)
-            result = grpo_loss(
-                out.logp,
-                old,
-                advantages[rows].to(out.logp.device),
-                out.logp_ref,
-                mask=out.mask,
-                clip=clip,
-                beta=beta,
-            )
-            optimizer.zero_grad(set_to_none=True)
-            result.loss.backward()
-            if max_grad_norm is not None and max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
-            optimizer.step()
-            steps += 1
-            for key in sums:
-                sums[key] += float(getattr(result, key).detach())
-    return {key: value / max(steps, 1) for key, value in sums.items()}
 
 
 class LMGRPO:

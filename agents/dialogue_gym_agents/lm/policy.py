@@ -62,6 +62,7 @@ from dialogue_gym_agents.lm.prompts import (
 )
 from dialogue_gym_agents.strategy_level import PolicyOutput
 from dialogue_gym_agents.training.checkpoint import CorruptCheckpointError
+from dialogue_gym_agents.training.grpo import pad_token_rows
 
 __all__ = [
     "REFERENCE_WEIGHTS",
@@ -91,15 +92,6 @@ class LMResponse:
     text: str
     tokens: tuple[int, ...]
     finished: bool
-
-
-def pad_token_rows(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
-    """Per-token rows (e.g. old log-probs) left-aligned into a zero tensor shaped ``like``."""
-    out = torch.zeros_like(like)
-    for i, row in enumerate(rows):
-        n = min(len(row), out.shape[1])
-        out[i, :n] = row[:n].to(out.device, out.dtype)
-    return out
 
 
 class LMPolicy:

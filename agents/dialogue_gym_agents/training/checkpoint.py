@@ -39,7 +39,7 @@ import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
@@ -508,3 +508,29 @@ def load_checkpoint(
     if card is not None:
         check_card(checkpoint, card, strategies=check_strategies)
     return checkpoint
+
+
+def load_torch_module(build: Callable[[], Any], path: str | Path, what: str) -> Any:
+    """Builds a torch module and loads its saved weights strictly, in eval mode.
+
+    Args:
+        build: Creates the module (from the shapes recorded in the manifest).
+        path: The saved ``state_dict`` file.
+        what: Named in the error (``"the planner policy"``).
+
+    Raises:
+        CorruptCheckpointError: The manifest's shapes are unusable, or the weights cannot be
+            read or do not fit them.
+    """
+    import torch  # only the torch-based agents need it
+
+    path = Path(path)
+    try:
+        module = build()
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        module.load_state_dict(state, strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError, OSError, EOFError) as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise CorruptCheckpointError(f"cannot load {what} in {path.parent}: {message}") from None
+    module.eval()
+    return module

@@ -20,10 +20,11 @@ stop-gradient inputs (detached here, so a caller cannot leak gradients through t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 
-__all__ = ["GRPOLoss", "categorical_kl", "grpo_loss", "k3_kl"]
+__all__ = ["GRPOLoss", "categorical_kl", "grpo_loss", "k3_kl", "pad_token_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,3 +135,12 @@ def grpo_loss(
         clip_fraction=_masked_mean(outside, mask).detach(),
         ratio_mean=_masked_mean(ratio, mask).detach(),
     )
+
+
+def pad_token_rows(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    """Per-token rows (e.g. old log-probs) left-aligned into a zero tensor shaped ``like``."""
+    out = torch.zeros_like(like)
+    for i, row in enumerate(rows):
+        n = min(len(row), out.shape[1])
+        out[i, :n] = row[:n].to(out.device, out.dtype)
+    return out

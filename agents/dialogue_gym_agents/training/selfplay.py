@@ -25,7 +25,7 @@ from torch import nn
 
 from dialogue_gym_agents.mentalization import History
 from dialogue_gym_agents.strategy_level import GRPOPolicy, Seat
-from dialogue_gym_agents.training.grpo import grpo_loss
+from dialogue_gym_agents.training.grpo import grpo_loss, pad_token_rows
 from dialogue_gym_agents.training.rl import (
     discounted_returns,
     episode_outcomes,
@@ -184,10 +184,7 @@ def _stack_old(values: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tens
     """Old log-probs in the shape of the new ones (padded per token for LM policies)."""
     if like.dim() == 1:
         return torch.stack([v.reshape(()) for v in values])
-    padded = torch.zeros_like(like)
-    for row, value in enumerate(values):
-        padded[row, : len(value)] = value
-    return padded
+    return pad_token_rows(values, like)
 
 
 def grpo_update(
@@ -213,7 +210,7 @@ def grpo_update(
         clip: The ratio clip ε.
         beta: The KL coefficient β.
         generator: torch generator for the minibatch order.
-        max_grad_norm: Gradient-norm clip (``None``: off).
+        max_grad_norm: Gradient-norm clip (``None`` or 0: off).
 
     Returns:
         Mean ``loss``, ``policy``, ``kl``, ``clip_fraction`` and ``ratio_mean`` over the
@@ -234,7 +231,7 @@ def grpo_update(
             result = grpo_loss(
                 out.logp,
                 old,
-                advantages[rows],
+                advantages[rows].to(out.logp.device),
                 out.logp_ref,
                 mask=out.mask,
                 clip=clip,
@@ -243,7 +240,7 @@ def grpo_update(
             )
             optimizer.zero_grad()
             result.loss.backward()
-            if max_grad_norm is not None:
+            if max_grad_norm:  # None or 0: off
                 nn.utils.clip_grad_norm_(parameters, max_grad_norm)
             optimizer.step()
             steps += 1

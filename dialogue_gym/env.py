@@ -485,7 +485,7 @@ class DialogueEnv(ParallelEnv):
             ("r_system", rewards[SYSTEM]),
             ("r_user", rewards[USER]),
             ("events", turn.events),
-            ("states", state.to_dict()),
+            ("states", state),  # converted to dicts only when revealed()
             ("votes", list(judgment.votes)),
         ):
             trace[key].append(value)
@@ -637,7 +637,7 @@ class DialogueEnv(ParallelEnv):
         """
         return {
             "initial_state": self._z0_bdi.to_dict(),
-            "states": list(self._trace["states"]),
+            "states": [state.to_dict() for state in self._trace["states"]],
             "votes": list(self._trace["votes"]),
         }
 

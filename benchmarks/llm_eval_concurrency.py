@@ -10,7 +10,12 @@ at 32). These timed runs use no cache; a further run at the highest concurrency 
 call into a SQLite cache, and a replay-only rerun then makes zero requests (target: >= 50×
 faster than the live run).
 
-Usage: ``python benchmarks/llm_eval_concurrency.py [--episodes 99] [--latency 0.1]``
+``--num-envs N`` adds a timed run of the same evaluation on one vector env of N sub-envs
+(``evaluate(num_envs=N)``: no threads; each step's judge requests of all N episodes go to the
+backend as one batch of concurrent requests, at most N in flight).
+
+Usage: ``python benchmarks/llm_eval_concurrency.py [--episodes 99] [--latency 0.1]
+[--levels 1 8 32] [--num-envs 32]``
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ def judge_reply(body: dict[str, Any]) -> str:
     return "RATIONAL" if "NOT_RATIONAL" in prompt else "neutral"
 
 
-def run(episodes: int, concurrency: int, url: str, cache: Path, mode: str) -> tuple[float, int]:
+def run(
+    episodes: int, concurrency: int, url: str, cache: Path, mode: str, num_envs: int = 1
+) -> tuple[float, int]:
     """Returns the wall time and the number of errored episodes."""
     start = time.perf_counter()
     result = evaluate(
@@ -45,10 +52,11 @@ def run(episodes: int, concurrency: int, url: str, cache: Path, mode: str) -> tu
         episodes=episodes,
         progress=False,
         concurrency=concurrency,
+        num_envs=num_envs,
         env_kwargs={
             "judges": "llm",
             "backend": "openai:bench-judge",
-            "backend_options": {"base_url": url, "max_concurrency": concurrency},
+            "backend_options": {"base_url": url, "max_concurrency": max(concurrency, num_envs)},
             "backend_cache": str(cache),
             "cache_mode": mode,
         },
@@ -61,6 +69,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=99)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--num-envs", type=int, default=None, help="also time a vector-env run of N sub-envs"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-benchmark-not-a-secret")
     server = TestServer(replies=judge_reply, latency=args.latency)
@@ -81,6 +92,14 @@ def main() -> None:
         for level in args.levels:
             target = 0.8 * level
             print(f"speedup at {level:>3}: {base / times[level]:6.1f}x  (target >= {target:.1f}x)")
+        if args.num_envs:
+            before = server.request_count
+            took, errored = run(args.episodes, 1, server.url, cache, "off", args.num_envs)
+            print(
+                f"vector env, num_envs {args.num_envs}: {took:7.1f} s, "
+                f"{server.request_count - before} calls, {errored} errored; "
+                f"{base / took:.1f}x concurrency {min(args.levels)}"
+            )
         top = max(args.levels)
         before = server.request_count
         recorded, errored = run(args.episodes, top, server.url, cache, "rw")

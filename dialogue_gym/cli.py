@@ -114,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
         "or the number of Ray workers with --executor ray",
     )
     ev.add_argument(
+        "--num-envs",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="play N episodes at once on a vector env (batched encoding, coalesced LLM calls); "
+        "local executor with --concurrency 1 only",
+    )
+    ev.add_argument(
         "--executor",
         choices=("local", "ray"),
         default="local",
@@ -234,6 +242,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         seeds=args.seeds,
         executor=args.executor,
         ray_address=args.ray_address,
+        num_envs=args.num_envs,
     )
     print(result.table(), file=out)
     for agent, tasks in result.worst_case().items():

@@ -319,76 +319,191 @@ def _base_env(env: Any) -> Any:
     return getattr(env, "unwrapped", env)
 
 
-def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
-    """Plays one episode; returns the env's episode record plus transcript, events, errors.
+class _Episode:
+    """One episode's bookkeeping for the evaluator: agent calls, step infos and the record.
+
+    The lone-env loop (:func:`_run_episode`) and the vector loop (:func:`_run_vectorized`)
+    drive the env differently but keep score through this one class, so both write the same
+    record for the same episode.
 
     Failures end the episode as *errored* instead of propagating: ``error_source`` says whether
     the agent raised (``"agent"``), the env rejected its action with ``TypeError`` or
     ``ValueError`` (``"action"``), or the env failed otherwise, e.g. an LLM backend (``"env"``).
+
+    Args:
+        env: The env playing the episode (a wrapper or a :class:`~dialogue_gym.DialogueEnv`).
+        agent: The system agent.
+        seed: The episode seed (the env was just reset with it).
+        observations: The reset observations, keyed by seat.
     """
-    base = _base_env(env)
-    steps: list[dict[str, Any]] = []
-    error: tuple[str, str] | None = None
-    episode: dict[str, Any] | None = None
-    observations, _ = env.reset(seed=seed)
-    try:
-        if callable(getattr(agent, "reset", None)):
-            agent.reset(seed=seed)
-    except Exception as exc:  # any agent failure is recorded, never fatal
-        error = ("agent", _error_text(exc))
-    while error is None and episode is None:
+
+    def __init__(self, env: Any, agent: Agent, seed: int, observations: Mapping[str, Any]) -> None:
+        self.base = _base_env(env)
+        self.agent = agent
+        self.observation = observations[SYSTEM]
+        self.steps: list[dict[str, Any]] = []
+        self.error: tuple[str, str] | None = None
+        self.episode: dict[str, Any] | None = None
         try:
-            action = agent.act(observations[SYSTEM])
+            if callable(getattr(agent, "reset", None)):
+                agent.reset(seed=seed)
         except Exception as exc:  # any agent failure is recorded, never fatal
-            error = ("agent", _error_text(exc))
-            break
+            self.fail("agent", exc)
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode ended (normally or by an error)."""
+        return self.error is not None or self.episode is not None
+
+    def act(self) -> Any:
+        """The agent's next action (``None``, and the episode errored, when the agent raised)."""
         try:
-            observations, _, terminated, truncated, infos = env.step({SYSTEM: action})
-        except (TypeError, ValueError) as exc:
-            error = ("action", _error_text(exc))
-            break
-        except Exception as exc:  # a backend failure inside the env: record, continue
-            error = ("env", _error_text(exc))
-            break
+            return self.agent.act(self.observation)
+        except Exception as exc:  # any agent failure is recorded, never fatal
+            self.fail("agent", exc)
+            return None
+
+    def fail(self, source: str, exc: BaseException) -> None:
+        """Ends the episode as errored by ``source`` (``"agent"``, ``"action"``, ``"env"``)."""
+        self.error = (source, _error_text(exc))
+
+    def fail_step(self, exc: BaseException) -> None:
+        """Ends the episode on an exception from ``env.step`` (an action or an env failure)."""
+        self.fail("action" if isinstance(exc, (TypeError, ValueError)) else "env", exc)
+
+    def observe(
+        self,
+        observations: Mapping[str, Any],
+        terminations: Mapping[str, Any],
+        truncations: Mapping[str, Any],
+        infos: Mapping[str, Any],
+    ) -> None:
+        """Takes one step's result (the env's dicts keyed by seat)."""
         info = infos.get(SYSTEM, {})
-        steps.append(info)
-        if terminated.get(SYSTEM) or truncated.get(SYSTEM):
-            episode = dict(info.get("episode") or {})
-    record: dict[str, Any]
-    if episode is not None:
-        record = episode
-    else:
-        record = {
-            "env_id": getattr(base, "env_id", None),
-            "success": False,
-            "success_turn": None,
-            "turns": len([s for s in steps if "q" in s]),
-            "T": getattr(base, "max_exchanges", None),
-            "q": [s["q"] for s in steps if "q" in s],
-            "s": [s["s"] for s in steps if "s" in s],
-            "labels": [s["success_label"] for s in steps if "success_label" in s],
-        }
-    record["errored"] = error is not None
-    record["error"] = None if error is None else error[1]
-    record["error_source"] = None if error is None else error[0]
-    record["transcript"] = [
-        {"role": role, "text": text} for role, text in getattr(base, "history", ())
-    ]
-    record["events"] = [
-        [*s.get("user_events", ()), *(f"fallback:{f}" for f in s.get("fallbacks", ()))]
-        for s in steps
-    ]
-    if callable(getattr(base, "revealed", None)):
-        record.update(base.revealed())
-    if callable(getattr(agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
+        self.steps.append(info)
+        if SYSTEM in observations:
+            self.observation = observations[SYSTEM]
+        if terminations.get(SYSTEM) or truncations.get(SYSTEM):
+            self.episode = dict(info.get("episode") or {})
+
+    def record(self) -> dict[str, Any]:
+        """The env's episode record plus transcript, events, errors and revealed state."""
+        base, steps, error = self.base, self.steps, self.error
+        record: dict[str, Any]
+        if self.episode is not None:
+            record = self.episode
+        else:
+            record = {
+                "env_id": getattr(base, "env_id", None),
+                "success": False,
+                "success_turn": None,
+                "turns": len([s for s in steps if "q" in s]),
+                "T": getattr(base, "max_exchanges", None),
+                "q": [s["q"] for s in steps if "q" in s],
+                "s": [s["s"] for s in steps if "s" in s],
+                "labels": [s["success_label"] for s in steps if "success_label" in s],
+            }
+        record["errored"] = error is not None
+        record["error"] = None if error is None else error[1]
+        record["error_source"] = None if error is None else error[0]
+        record["transcript"] = [
+            {"role": role, "text": text} for role, text in getattr(base, "history", ())
+        ]
+        record["events"] = [
+            [*s.get("user_events", ()), *(f"fallback:{f}" for f in s.get("fallbacks", ()))]
+            for s in steps
+        ]
+        if callable(getattr(base, "revealed", None)):
+            record.update(base.revealed())
+        if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
+            try:
+                record["agent_info"] = self.agent.episode_info()
+            except Exception as exc:  # reporting must not lose the episode
+                record["agent_info"] = {"error": _error_text(exc)}
+        persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
+        if persona is not None:
+            record["persona"] = persona
+        return record
+
+
+def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
+    """Plays one episode on a lone env; returns its record (see :class:`_Episode`)."""
+    observations, _ = env.reset(seed=seed)
+    episode = _Episode(env, agent, seed, observations)
+    while not episode.done:
+        action = episode.act()
+        if episode.done:
+            break
         try:
-            record["agent_info"] = agent.episode_info()
-        except Exception as exc:  # reporting must not lose the episode
-            record["agent_info"] = {"error": _error_text(exc)}
-    persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
-    if persona is not None:
-        record["persona"] = persona
-    return record
+            observations, _, terminations, truncations, infos = env.step({SYSTEM: action})
+        except Exception as exc:  # an action or backend failure: recorded, the run goes on
+            episode.fail_step(exc)
+            break
+        episode.observe(observations, terminations, truncations, infos)
+    return episode.record()
+
+
+def _run_vectorized(
+    vec: Any,
+    agents: Sequence[Agent],
+    todo: Sequence[Job],
+    finish: Callable[[Job, dict[str, Any]], None],
+) -> None:
+    """Plays ``todo`` on the sub-envs of ``vec`` (``autoreset_mode="disabled"``), in order.
+
+    Sub-env ``i`` plays with ``agents[i]``; each finished slot takes the next job (reset with
+    its seed), so every episode is the one a lone env plays with that seed. One vector step
+    moves every running episode (one batched encoding of their utterances; coalesced LLM
+    calls). ``finish`` runs on this thread as each episode ends.
+    """
+    from dialogue_gym.vector import SubEnvError
+
+    jobs = iter(todo)
+    slots: list[tuple[Job, _Episode] | None] = [None] * vec.num_envs
+
+    def refill(i: int) -> None:
+        """Finishes slot ``i``'s ended episode(s) and starts the next job there (if any)."""
+        while True:
+            slot = slots[i]
+            if slot is not None and not slot[1].done:
+                return
+            if slot is not None:
+                finish(slot[0], slot[1].record())
+            job = next(jobs, None)
+            if job is None:
+                slots[i] = None
+                return
+            observations, _ = vec.reset_at(i, seed=job.seed)
+            slots[i] = (job, _Episode(vec.envs[i], agents[i], job.seed, observations))
+
+    for i in range(vec.num_envs):
+        refill(i)
+    while any(slot is not None for slot in slots):
+        actions: list[Any] = [None] * vec.num_envs
+        for i, slot in enumerate(slots):
+            if slot is not None:
+                action = slot[1].act()
+                if not slot[1].done:
+                    actions[i] = {SYSTEM: action}
+        # ``{SYSTEM: action}`` always passes the vector env's own check, so a malformed action
+        # fails inside its sub-env's step (a ``SubEnvError`` entry), as it would in a lone env.
+        errors: Mapping[int, BaseException] = {}
+        if any(action is not None for action in actions):
+            try:
+                results = vec.step(actions)
+            except SubEnvError as exc:  # the other sub-envs stepped: keep their results
+                errors, results = exc.errors, exc.results
+            observations, _, terminations, truncations, infos = results
+            for i, action in enumerate(actions):
+                if action is None:
+                    continue
+                episode = slots[i][1]  # type: ignore[index]
+                if i in errors:
+                    episode.fail_step(errors[i])
+                else:
+                    episode.observe(observations[i], terminations[i], truncations[i], infos[i])
+        for i in range(vec.num_envs):
+            refill(i)
 
 
 # -- evaluate ----------------------------------------------------------------------------------
@@ -520,6 +635,7 @@ def evaluate(
     seeds: Sequence[int] | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    num_envs: int = 1,
 ) -> EvalResult:
     """Evaluates each agent on each env for ``episodes`` seeded episodes.
 
@@ -554,6 +670,11 @@ def evaluate(
             same files and summaries; the same seeds give the same records either way.
         ray_address: The Ray cluster to join (``ray.init(address=...)``); ``None`` starts or
             reuses a local Ray instance.
+        num_envs: Play the episodes on a :mod:`dialogue_gym.vector` env of this many
+            sub-envs (each with its own agent): every vector step moves up to ``num_envs``
+            episodes with one batched encoding of their utterances and one coalesced backend
+            call per LLM component. Local executor, ``concurrency=1`` only. Results do not
+            depend on it.
 
     Returns:
         The records and summaries (see :class:`EvalResult`).
@@ -572,6 +693,14 @@ def evaluate(
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     if ray_address is not None and executor != "ray":
         raise ValueError("ray_address is only used with executor='ray'")
+    if not _is_int(num_envs) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if num_envs > 1 and (concurrency > 1 or executor != "local"):
+        raise ValueError(
+            "num_envs > 1 (a vector env in this process) cannot be combined with "
+            f"concurrency > 1 or executor='ray'; got concurrency={concurrency}, "
+            f"executor={executor!r}"
+        )
     agent_names = _names(agents, "agent")
     specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
     for name in agent_names:
@@ -590,6 +719,7 @@ def evaluate(
         concurrency,
         executor=executor,
         ray_address=ray_address,
+        num_envs=int(num_envs),
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -635,6 +765,7 @@ class _Plan:
     concurrency: int = 1
     executor: str = "local"
     ray_address: str | None = None
+    num_envs: int = 1
     episodes_path: Path | None = None
     worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -711,6 +842,8 @@ def _run_pair(
                     address=plan.ray_address,
                 )
             )
+        elif todo and plan.num_envs > 1:
+            _play_on_vector(plan, name, env_id, card, todo, finish, getattr(base, "backend", None))
         elif todo and plan.concurrency == 1:
             agent = make_agent(name, card=card, **plan.agent_kwargs)
             for job in todo:
@@ -722,6 +855,46 @@ def _run_pair(
             )
     records.sort(key=lambda r: (r["seed"] - r["episode"], r["episode"]))
     return records
+
+
+def _shared_backend_kwargs(plan: _Plan, shared_backend: Any) -> dict[str, Any]:
+    """``plan.env_kwargs`` for more envs of the pair that use its env's backend.
+
+    They share the pair's backend: one request limit (its ``max_concurrency``), one HTTP
+    connection pool, one cache connection and one usage account for the whole pair.
+    """
+    kwargs = dict(plan.env_kwargs)
+    if shared_backend is not None:
+        kwargs.update(backend=shared_backend, backend_cache=None, backend_options=None)
+    return kwargs
+
+
+def _play_on_vector(
+    plan: _Plan,
+    name: str,
+    env_id: str,
+    card: Any,
+    todo: Sequence[Job],
+    finish: Callable[[Job, dict[str, Any]], None],
+    shared_backend: Any = None,
+) -> None:
+    """Plays ``todo`` on a vector env of ``plan.num_envs`` sub-envs (:func:`_run_vectorized`)."""
+    from dialogue_gym.vector import make_vec
+
+    num_envs = min(plan.num_envs, len(todo))
+    agents = [make_agent(name, card=card, **plan.agent_kwargs) for _ in range(num_envs)]
+    vec = make_vec(
+        env_id,
+        num_envs,
+        autoreset_mode="disabled",
+        **_shared_backend_kwargs(plan, shared_backend),
+    )
+    try:
+        _run_vectorized(vec, agents, todo, finish)
+    finally:
+        vec.close()
+        for agent in agents:
+            plan.worker_usage.append(_usage(None, agent))
 
 
 def _run_concurrently(
@@ -741,11 +914,7 @@ def _run_concurrently(
     built: list[Any] = []
     lock = threading.Lock()
 
-    # Worker envs share the pair's backend: one request limit (its ``max_concurrency``), one
-    # HTTP connection pool, one cache connection and one usage account for the whole pair.
-    worker_kwargs = dict(plan.env_kwargs)
-    if shared_backend is not None:
-        worker_kwargs.update(backend=shared_backend, backend_cache=None, backend_options=None)
+    worker_kwargs = _shared_backend_kwargs(plan, shared_backend)
 
     def play(job: Job) -> tuple[Job, dict[str, Any]]:
         if not hasattr(local, "env"):

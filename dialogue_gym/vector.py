@@ -1091,7 +1091,10 @@ def make_vec(
 
 
 def _shared_encoder(encoder: str | Encoder, rounds: StepRounds) -> CachedEncoder:
-    """One cache over the process's model for ``encoder``, batching its misses per round."""
-    base = make_encoder(encoder)  # by name: the process-wide model, loaded once
-    inner = base.inner if isinstance(base, CachedEncoder) else base
-    return CachedEncoder(BatchingEncoder(inner, rounds))
+    """A cache for the sub-envs over the process's encoder, batching its misses per round.
+
+    By name, ``make_encoder`` returns the process-wide cached encoder (one model, one cache):
+    the sub-envs' misses are looked up there, so texts a lone env or an earlier vector env
+    already encoded are not encoded again.
+    """
+    return CachedEncoder(BatchingEncoder(make_encoder(encoder), rounds))

@@ -85,6 +85,23 @@ def test_eval(tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert (out_dir / EPISODES_FILE).read_text().splitlines() == lines
 
 
+def test_eval_num_envs(tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", tiny_id, "--agent", agent("Persuader"), "--episodes", "3", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "lone")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "vec"), "--num-envs", "2"]) == 0
+    lone, vec = (
+        sorted(
+            (json.loads(line) for line in (tmp_path / d / EPISODES_FILE).open()),
+            key=lambda record: record["seed"],
+        )
+        for d in ("lone", "vec")
+    )
+    assert [record["seed"] for record in vec] == [0, 1, 2] and vec == lone
+    capsys.readouterr()
+    assert main([*argv, "--num-envs", "2", "--concurrency", "2"]) == 2
+    assert "num_envs" in capsys.readouterr().err
+
+
 def test_eval_default_out_dir(
     tiny_id: str,
     tmp_path: Path,

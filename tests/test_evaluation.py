@@ -553,6 +553,51 @@ def test_seeds_validation(seeds: Any, seed: int, match: str) -> None:
         evaluate("scripted", "P4G-hard", episodes=3, seeds=seeds, seed=seed)
 
 
+@pytest.mark.parametrize("encoder", ["hashing", "minilm"])
+def test_vector_env_gives_the_same_records(encoder: str, tmp_path: Path) -> None:
+    kwargs: dict[str, Any] = {"env_kwargs": {"encoder": encoder}, "progress": False}
+    episodes = 5 if encoder == "hashing" else 3
+    one = evaluate("scripted", "P4G-hard", episodes=episodes, **kwargs)
+    vec = evaluate("scripted", "P4G-hard", episodes=episodes, num_envs=2, out=tmp_path, **kwargs)
+    assert vec.records == one.records
+    written = sorted(read_jsonl(tmp_path / EPISODES_FILE), key=lambda r: r["episode"])
+    assert written == one.records
+    assert vec.summaries[0]["sr"] == one.summaries[0]["sr"]
+
+
+@pytest.mark.parametrize("name", ["Flaky", "BadAction", "ResetFails", "Persuader"])
+def test_vector_env_records_failures_like_a_lone_env(tiny_id: str, name: str) -> None:
+    env_kwargs = {"success_judge": BrokenJudge()} if name == "Persuader" else {}
+    kwargs: dict[str, Any] = {"episodes": 5, "progress": False, "env_kwargs": env_kwargs}
+    lone = evaluate(agent(name), tiny_id, **kwargs)
+    vec = evaluate(agent(name), tiny_id, num_envs=3, **kwargs)
+    assert any(r["errored"] for r in lone.records)
+    strip = lambda records: [{k: v for k, v in r.items() if k != "config_hash"} for r in records]  # noqa: E731
+    assert strip(vec.records) == strip(lone.records)
+
+
+def test_vector_env_resumes_an_interrupted_run(tmp_path: Path) -> None:
+    kwargs: dict[str, Any] = {"env_kwargs": {"encoder": "hashing"}, "progress": False}
+    clean = evaluate("scripted", "P4G-hard", episodes=6, num_envs=3, out=tmp_path / "a", **kwargs)
+    partial = tmp_path / "b"
+    partial.mkdir()
+    lines = (tmp_path / "a" / EPISODES_FILE).read_text(encoding="utf-8").splitlines(True)
+    (partial / EPISODES_FILE).write_text("".join(lines[:2]), encoding="utf-8")
+    resumed = evaluate("scripted", "P4G-hard", episodes=6, num_envs=4, out=partial, **kwargs)
+    assert resumed.records == clean.records
+    assert len(read_jsonl(partial / EPISODES_FILE)) == 6
+
+
+def test_num_envs_validation() -> None:
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="num_envs"):
+            evaluate("scripted", "P4G-hard", episodes=1, num_envs=bad)
+    with pytest.raises(ValueError, match="concurrency"):
+        evaluate("scripted", "P4G-hard", episodes=1, num_envs=2, concurrency=2)
+    with pytest.raises(ValueError, match="ray"):
+        evaluate("scripted", "P4G-hard", episodes=1, num_envs=2, executor="ray")
+
+
 def test_executor_validation() -> None:
     with pytest.raises(ValueError, match="executor"):
         evaluate("scripted", "P4G-hard", episodes=1, executor="dask")

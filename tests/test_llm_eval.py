@@ -56,6 +56,26 @@ def test_replay_reproduces_a_live_evaluation_with_zero_requests(server, tmp_path
     assert live.summaries[0]["usage"]["judge.success"]["calls"] > 0
 
 
+def test_vector_env_coalesces_judge_calls_and_gives_the_same_records(server, tmp_path):
+    cache = tmp_path / "calls.sqlite"
+    lone = evaluate(
+        "scripted", "P4G-hard", episodes=4, progress=False, env_kwargs=kwargs(server, cache, "off")
+    )
+    calls = server.request_count
+    vec = evaluate(
+        "scripted",
+        "P4G-hard",
+        episodes=4,
+        progress=False,
+        num_envs=4,
+        env_kwargs=kwargs(server, cache, "off"),
+    )
+    assert vec.records == lone.records
+    # The same requests, sent by one backend shared by the four sub-envs.
+    assert server.request_count == 2 * calls
+    assert vec.summaries[0]["usage"]["judge.success"] == lone.summaries[0]["usage"]["judge.success"]
+
+
 def test_same_seed_determinism_in_replay_mode(server, tmp_path):
     cache = tmp_path / "calls.sqlite"
     actions = ["Hi! Have you heard of Save the Children?", "Even 50 cents helps. Would you donate?"]

@@ -6,12 +6,16 @@ Phases (each a ``dialogue-gym`` command this script runs in order, printed first
    (``dialogue-gym train sft --method lora``, bf16 on the GPU);
 2. **a vLLM rollout server** with runtime LoRA updates (``vllm serve BASE --enable-lora``),
    started in the background by this script;
-3. **GRPO self-play** (``dialogue-gym train lm-grpo --alternate``): the system update with the
-   LM user frozen, then the user update against the updated system, rollouts sampled on the
-   vLLM server from the current adapters (pushed after every update), log-probs, KL and
+3. **MASP** (``dialogue-gym train masp --policy lm``): phase 0 trains the teacher and student
+   mentalizers on the embedded world's silver BDI cache; phase 1 takes the two SFT adapters as
+   warm starts and KL references; phase 2 alternates the system update (the LM user frozen; the
+   system prompt carries the rendered student estimate, r_S with the inference term) and the
+   user update against the updated system, then refreshes the student — rollouts sampled on
+   the vLLM server from the current adapters (pushed after every update), log-probs, KL and
    updates on the trainer's own copy;
-4. **evaluation** of the SFT system and the GRPO system on the soft and hard users through the
-   same server (the adapters reloaded under their own names), and a paired comparison report.
+4. **evaluation** of the SFT system and the MASP system (with its own student) on the soft and
+   hard users through the same server (the adapters reloaded under their own names), and a
+   paired comparison report.
 
 ``--dry-run`` validates the arguments and prints the plan (commands, batch sizes, expected
 memory) without running anything — it needs no GPU. A real run needs one CUDA GPU (80 GB for
@@ -178,7 +182,7 @@ def _names(recipe: Recipe) -> dict[str, str]:
         "system": f"{task}-system",
         "user": f"{task}-user",
         "sft": f"{task}-sft",
-        "grpo": f"{task}-grpo",
+        "masp": f"{task}-masp",
     }
 
 
@@ -261,27 +265,34 @@ def build_plan(recipe: Recipe) -> list[tuple[str, list[str]]]:
     grpo = [
         "dialogue-gym",
         "train",
-        "lm-grpo",
+        "masp",
+        "--policy",
+        "lm",
         "--task",
         recipe.task,
-        "--user",
+        "--data",
+        str(recipe.data),
+        "--selfplay-user",
         "hard",
-        "--init",
+        "--system-init",
         str(out / "sft-system"),
         "--user-init",
         str(out / "sft-user"),
-        "--alternate",
         "--out",
-        str(out / "grpo"),
+        str(out / "masp"),
         "--iterations",
         str(recipe.iterations),
         "--group-size",
         str(recipe.group_size),
         "--groups",
         str(recipe.groups),
+        "--update-epochs",
+        "1",
         "--minibatch-size",
         str(size.grpo_minibatch),
-        "--learning-rate",
+        "--system-lr",
+        str(size.grpo_lr),
+        "--user-lr",
         str(size.grpo_lr),
         "--beta",
         str(recipe.beta),
@@ -337,22 +348,22 @@ def build_plan(recipe: Recipe) -> list[tuple[str, list[str]]]:
         )
         for name, agent in (
             ("sft", f"sft-lora:{out / 'sft-system'}"),
-            ("grpo", f"lm-grpo:{out / 'grpo'}"),
+            ("masp", f"masp:{out / 'masp'}"),
         )
     ]
     eval_adapters = {  # absolute: the server resolves them, not this script
         names["sft"]: (out / "sft-system" / "adapter").resolve(),
-        names["grpo"]: (out / "grpo" / "system").resolve(),
+        names["masp"]: (out / "masp" / f"iter-{recipe.iterations:04d}" / "system-lm").resolve(),
     }
     return [
         ("1a. SFT LoRA warm start, system seat", sft["system"]),
         ("1b. SFT LoRA warm start, user seat", sft["user"]),
         ("2. vLLM rollout server (runtime LoRA updates)", vllm_command(recipe)),
-        ("3. GRPO self-play, rollouts on vLLM", grpo),
+        ("3. MASP: mentalizers, then alternating GRPO self-play, rollouts on vLLM", grpo),
         ("STOP", []),
-        ("4a. vLLM serving the SFT and GRPO adapters", vllm_command(recipe, eval_adapters)),
+        ("4a. vLLM serving the SFT and MASP adapters", vllm_command(recipe, eval_adapters)),
         ("4b. evaluate the SFT system", evaluations[0][1]),
-        ("4c. evaluate the GRPO system", evaluations[1][1]),
+        ("4c. evaluate the MASP system", evaluations[1][1]),
         ("STOP", []),
         (
             "4d. paired comparison report",
@@ -360,7 +371,7 @@ def build_plan(recipe: Recipe) -> list[tuple[str, list[str]]]:
                 "dialogue-gym",
                 "report",
                 str(out / "eval-sft"),
-                str(out / "eval-grpo"),
+                str(out / "eval-masp"),
                 "--out",
                 str(out / "report.html"),
             ],

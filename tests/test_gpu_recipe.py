@@ -15,9 +15,9 @@ from types import ModuleType
 import pytest
 
 from dialogue_gym.cli import _parser
-from dialogue_gym_agents.lm.grpo import LMGRPOConfig
 from dialogue_gym_agents.lm.sft_lora import LoraSFTConfig
 from dialogue_gym_agents.training.config import parse_config
+from dialogue_gym_agents.training.masp import MASPConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_masp_recipe.py"
 
@@ -47,12 +47,15 @@ def test_every_command_of_the_plan_parses(recipe: ModuleType, size: str, tmp_pat
             assert config.method == "lora" and config.dtype == "bfloat16"
             assert config.device == "cuda" and config.temperature == 0.75
             seen.add(f"sft-{config.seat}")
-        elif argv[:3] == ["dialogue-gym", "train", "lm-grpo"]:
-            config = parse_config(LMGRPOConfig, argv[3:])
-            assert config.alternate and config.gamma == 0.97 and config.eval_temperature == 0.3
+        elif argv[:3] == ["dialogue-gym", "train", "masp"]:
+            config = parse_config(MASPConfig, argv[3:])
+            assert config.policy == "lm" and config.opponent == "policy" and config.update_user
+            assert config.gamma == 0.97 and config.eval_temperature == 0.3
+            assert config.system_init.endswith("sft-system")
+            assert config.user_init.endswith("sft-user")
             assert config.rollout_backend == "openai:p4g-system"
             assert config.base_url == "http://127.0.0.1:8000/v1"
-            seen.add("grpo")
+            seen.add("masp")
         elif argv[0] == "dialogue-gym":
             namespace = _parser().parse_args(argv[1:])
             seen.add(namespace.command)
@@ -60,7 +63,7 @@ def test_every_command_of_the_plan_parses(recipe: ModuleType, size: str, tmp_pat
             assert argv[:2] == ["vllm", "serve"] and "--enable-lora" in argv
             assert argv[argv.index("--max-lora-rank") + 1] == str(recipe.LORA_R)
             seen.add("vllm")
-    assert seen == {"sft-system", "sft-user", "grpo", "eval", "report", "vllm"}
+    assert seen == {"sft-system", "sft-user", "masp", "eval", "report", "vllm"}
 
 
 def test_dry_run_prints_the_plan(recipe: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

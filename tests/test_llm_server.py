@@ -465,3 +465,30 @@ def test_server_cli(tmp_path):
         proc.terminate()
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+def test_server_loads_and_unloads_lora_adapters_like_vllm(server):
+    import urllib.error
+    import urllib.request
+
+    def post(route, body):
+        request = urllib.request.Request(
+            server.url + route,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    assert post("/load_lora_adapter", {"lora_name": "p4g", "lora_path": "/x/v1"})[0] == 200
+    assert post("/load_lora_adapter", {"lora_name": "p4g", "lora_path": "/x/v2"})[0] == 200
+    assert server.lora_adapters == {"p4g": "/x/v2"}
+    status, text = post("/unload_lora_adapter", {"lora_name": "p4g"})
+    assert status == 200 and "removed" in text and server.lora_adapters == {}
+    assert post("/unload_lora_adapter", {"lora_name": "p4g"})[0] == 404
+    assert post("/load_lora_adapter", {"lora_name": "p4g"})[0] == 400  # no path
+    assert [r.status for r in server.requests][-2:] == [404, 400]

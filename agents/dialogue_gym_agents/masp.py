@@ -406,8 +406,13 @@ def masp(
     seed: int | None = None,
     deterministic: bool = True,
     emit_estimate: bool = False,
+    temperature: float | None = None,
+    backend: str | None = None,
+    base_url: str | None = None,
+    device: str = "auto",
+    batch_size: int = 8,
     **kwargs: Any,
-) -> MASPAgent:
+) -> Any:
     """The ``masp`` agent factory: ``--agent masp:DIR``.
 
     Args:
@@ -417,7 +422,18 @@ def masp(
         deterministic: Play the most likely strategy.
         emit_estimate: Return ``{"utterance", "estimate": ẑ}`` so the env adds the inference
             reward term (the env's encoder must then be the checkpoint's).
+        temperature: LM policies (``--policy lm``): override the evaluation temperature
+            (default: the run's ``--eval-temperature``, 0.3).
+        backend: LM policies: ``openai:NAME`` to generate on an OpenAI-compatible server
+            serving the system adapter (``DIR/system-lm``) instead of loading it here.
+        base_url: That server's URL.
+        device: LM policies: torch device of the local model.
+        batch_size: LM policies: rows per local ``generate`` call.
         **kwargs: Not used.
+
+    Returns:
+        A :class:`MASPAgent` (strategy-level runs) or a
+        :class:`~dialogue_gym_agents.lm.masp_lm.MASPLMAgent` (``--policy lm`` runs).
 
     Raises:
         CheckpointError: Missing, corrupt, another kind or task, or no system policy yet.
@@ -425,6 +441,27 @@ def masp(
     folder = latest_checkpoint(checkpoint)
     ckpt = load_checkpoint(folder, kind=KIND, card=card, check_strategies=True)
     models = load_models(ckpt, card)
+    if ckpt.config.get("policy") == "lm" and "lm_policies" in ckpt.info:
+        from dialogue_gym_agents.lm.agent import build_lm_agent
+        from dialogue_gym_agents.lm.masp_lm import LM_DIRS, MASPLMAgent
+
+        return build_lm_agent(
+            card,
+            ckpt,
+            LM_DIRS["system"],
+            "system",
+            seed=seed,
+            temperature=temperature,
+            default_temperature=float(ckpt.config.get("eval_temperature", 0.3)),
+            max_new_tokens=None,
+            backend=backend,
+            base_url=base_url,
+            device=device,
+            batch_size=batch_size,
+            base=ckpt.info["lm_policies"]["system"],
+            agent_type=MASPLMAgent,
+            agent_kwargs={"student": LearnedStudent(models.mentalizers)},
+        )
     if models.system is None:
         raise CheckpointError(
             f"{folder} holds only the phase-0 mentalizers, no system policy: use the run "

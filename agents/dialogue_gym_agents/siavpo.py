@@ -1,34 +1,43 @@
-"""``siavpo``: the CUS / SI-AVPO system agent at strategy level, and its policy interface.
+"""``siavpo``: the CUS / SI-AVPO system agent, its policy interface and the strategy-level policy.
 
 SI-AVPO evaluates **one** policy under two views (see
 :mod:`dialogue_gym_agents.training.siavpo_losses` for the objectives):
 
-* the **student** view — what the deployed agent sees: the system's observation only, here
-  the :class:`~dialogue_gym_agents.planner.StrategyFeatures` vector (the same features as
-  :class:`dialogue_gym.wrappers.StrategyActions`);
+* the **student** view — what the deployed agent sees: the system's observation only;
 * the **teacher** view — the same observation plus the user's internal persona P_int, read
-  from ``infos["system"]["privileged"]`` of an env built with ``privileged=True`` and turned
-  into a fixed-size vector by :class:`PrivilegedFeatures`.
+  from ``infos["system"]["privileged"]`` of an env built with ``privileged=True``.
 
-:class:`StrategyViewNet` is a single MLP over ``[features ‖ m·P_int ‖ m]`` with the view flag
-``m`` (1 teacher, 0 student): the student view zeroes the privileged block, so there is no
-separate teacher model. The deployable agent (:class:`SiavpoAgent`, ``--agent siavpo:DIR``)
-only ever runs the student view and never reads infos.
+Two parameterizations train with the same trainer
+(:func:`~dialogue_gym_agents.training.siavpo.run_siavpo`, ``dialogue-gym train siavpo
+--policy strategy|lm``):
 
-**Plugging in another parameterization** (e.g. a LoRA-tuned LM writing the utterances): the
-trainer talks to a :class:`ViewPolicy` — ``new_episode`` returns a per-rollout
-:class:`PolicyEpisode` that turns an observation and the privileged record into an opaque
-step input (an LM's student prompt and teacher prompt) and an action into the utterance;
-``sample`` draws actions with their log-probs under a view; ``log_probs`` rescores given
-actions under either view; ``teacher_targets`` snapshots the teacher view's distributions
-before an update (θ_old) and ``view_kl`` is the AOPD divergence per step against them (the
-teacher side detached); ``entropy`` is the view's entropy per step. Log-probs are per step (an
-LM returns the sum of the response's token log-probs, the response-level ratio that
-:func:`~dialogue_gym_agents.training.grpo.grpo_loss` accepts); an LM's ``teacher_targets`` are
-the teacher-prompt token distributions over the sampled response and its ``view_kl`` the
-token-level KL averaged over the response tokens. ``run_siavpo`` in
-:mod:`dialogue_gym_agents.training.siavpo` trains any such policy; only building and saving
-it are specific to a parameterization.
+* **strategy** (here): the student view is the
+  :class:`~dialogue_gym_agents.planner.StrategyFeatures` vector (the same features as
+  :class:`dialogue_gym.wrappers.StrategyActions`), the teacher view adds P_int as a
+  fixed-size vector (:class:`PrivilegedFeatures`). :class:`StrategyViewNet` is a single MLP
+  over ``[features ‖ m·P_int ‖ m]`` with the view flag ``m`` (1 teacher, 0 student): the
+  student view zeroes the privileged block, so there is no separate teacher model. Actions are
+  card strategies, realized from the card's templates.
+* **lm** (:mod:`dialogue_gym_agents.lm.siavpo_lm`): a LoRA causal LM writes the utterances;
+  the student view is the system seat's chat prompt, the teacher view the same prompt with a
+  rendered P_int block (:class:`~dialogue_gym_agents.lm.siavpo_lm.LMViewPolicy`).
+
+The deployable agent (``--agent siavpo:DIR``: :class:`SiavpoAgent`, or
+:class:`~dialogue_gym_agents.lm.siavpo_lm.SiavpoLMAgent` for an LM checkpoint; :func:`siavpo`
+dispatches on the checkpoint) only ever runs the student view and never reads infos.
+
+**The policy interface.** The trainer talks to a :class:`ViewPolicy` — ``new_episode``
+returns a per-rollout :class:`PolicyEpisode` that turns an observation and the privileged
+record into an opaque step input (both views' inputs: the strategy features and P_int vector,
+or an LM's student prompt and teacher prompt) and an action into the utterance; ``sample``
+draws actions with their log-probs under a view; ``log_probs`` rescores given actions under
+either view; ``teacher_targets`` snapshots the teacher view before an update (θ_old: per-step
+logits here, the adapter's weights for an LM) and ``view_kl`` is the AOPD divergence per step
+against them (the teacher side detached); ``entropy`` is the view's entropy per step. Log-probs
+are per step (an LM returns the sum of the response's token log-probs, the response-level
+ratio that :func:`~dialogue_gym_agents.training.grpo.grpo_loss` accepts); an LM's ``view_kl``
+is the token-level KL over the vocabulary averaged over the response tokens. Only building
+and saving a policy are specific to its parameterization.
 
 User presets for training and the generalization evaluation (:func:`user_preset`): the card's
 ``soft`` and ``hard`` plus two rational variants of ``hard`` — ``strict`` (higher acceptance
@@ -42,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -55,10 +64,15 @@ from dialogue_gym.users.cognitive import UserPreset, card_preset
 from dialogue_gym_agents.planner import StrategyFeatures
 from dialogue_gym_agents.training.checkpoint import (
     CheckpointMismatchError,
+    CorruptCheckpointError,
+    check_card,
     load_checkpoint,
     load_torch_module,
 )
 from dialogue_gym_agents.training.siavpo_losses import KLDirection, aopd_kl
+
+if TYPE_CHECKING:
+    from dialogue_gym_agents.lm.siavpo_lm import SiavpoLMAgent
 
 __all__ = [
     "KIND",
@@ -261,7 +275,9 @@ class ViewPolicy(Protocol):
         """The teacher view's distributions at these steps now, without gradients.
 
         Taken before an update, they are the teacher of the parameters that played the
-        rollouts (θ_old), which :meth:`view_kl` then holds fixed during the update.
+        rollouts (θ_old), which :meth:`view_kl` then holds fixed during the update. Either a
+        tensor with one row per step (a chunked update slices it by rows) or a row-independent
+        object such as a snapshot of the parameters (passed whole to every chunk).
         """
         ...
 
@@ -278,8 +294,14 @@ class ViewPolicy(Protocol):
         """
         ...
 
-    def entropy(self, inputs: Sequence[Any], view: View) -> torch.Tensor:
-        """``(B,)`` entropy of the action distribution under ``view``."""
+    def entropy(
+        self, inputs: Sequence[Any], view: View, actions: Sequence[Any] | None = None
+    ) -> torch.Tensor:
+        """``(B,)`` entropy of the action distribution under ``view``.
+
+        The trainer passes the taken ``actions`` too: an LM's entropy is taken along the
+        sampled reply (the strategy-level policy ignores them).
+        """
         ...
 
     def parameters(self) -> Iterator[nn.Parameter]:
@@ -470,8 +492,10 @@ class StrategyViewPolicy:
         teacher = self.logits(inputs, TEACHER) if targets is None else targets
         return aopd_kl(self.logits(inputs, STUDENT), teacher, direction)
 
-    def entropy(self, inputs: Sequence[StepInput], view: View) -> torch.Tensor:
-        """``(B,)`` entropy of the strategy distribution under ``view``."""
+    def entropy(
+        self, inputs: Sequence[StepInput], view: View, actions: Sequence[int] | None = None
+    ) -> torch.Tensor:
+        """``(B,)`` entropy of the strategy distribution under ``view`` (``actions`` unused)."""
         logp = torch.log_softmax(self.logits(inputs, view), dim=-1)
         return -(logp.exp() * logp).sum(dim=-1)
 
@@ -577,22 +601,54 @@ def siavpo(
     checkpoint: str | Path | None = None,
     seed: int | None = None,
     deterministic: bool | None = None,
+    temperature: float | None = None,
+    max_new_tokens: int | None = None,
+    device: str = "auto",
+    batch_size: int = 8,
     **kwargs: Any,
-) -> SiavpoAgent:
+) -> SiavpoAgent | SiavpoLMAgent:
     """The ``siavpo`` agent factory: ``--agent siavpo:DIR``.
 
+    Dispatches on the checkpoint's ``info["policy"]``: a strategy-level checkpoint gives a
+    :class:`SiavpoAgent`, an LM one (``--policy lm``) a
+    :class:`~dialogue_gym_agents.lm.siavpo_lm.SiavpoLMAgent`; both play the student view only.
+
     Args:
-        card: The task card of the env (must be the checkpoint's task and strategy set).
+        card: The task card of the env (must be the checkpoint's task; for a strategy-level
+            policy also its strategy set).
         checkpoint: A folder written by ``dialogue-gym train siavpo``.
         seed: Default seed.
-        deterministic: Most likely strategy (default: as trained, normally ``True``).
+        deterministic: Strategy: the most likely strategy (default: as trained, normally
+            ``True``). LM: ``True`` decodes greedily.
+        temperature: LM: sampling temperature (default: the run's ``--eval-temperature``).
+        max_new_tokens: LM: override the reply limit.
+        device: LM: torch device.
+        batch_size: LM: rows per ``generate`` call.
         **kwargs: Other agent options of the evaluation harness (ignored).
 
     Raises:
         CheckpointError: No checkpoint, or it is missing, corrupt, of another kind, or trained
             for another task, strategy set or feature layout.
+        ModelNotFoundError: An LM checkpoint's base model path no longer exists.
     """
-    ckpt = load_checkpoint(checkpoint, kind=KIND, card=card, check_strategies=True)
+    ckpt = load_checkpoint(checkpoint, kind=KIND, card=card, check_strategies=False)
+    kind = str(ckpt.info.get("policy", ckpt.config.get("policy", "strategy")))
+    if kind == "lm":
+        from dialogue_gym_agents.lm.siavpo_lm import load_lm_agent
+
+        return load_lm_agent(
+            ckpt,
+            card,
+            seed=seed,
+            temperature=temperature,
+            deterministic=deterministic,
+            max_new_tokens=max_new_tokens,
+            device=device,
+            batch_size=batch_size,
+        )
+    if kind != "strategy":
+        raise CorruptCheckpointError(f"checkpoint {ckpt.path} has an unknown policy {kind!r}")
+    check_card(ckpt, card, strategies=True)
     encoder = str(ckpt.config.get("encoder", "minilm"))
     policy = load_view_policy(ckpt.path, card, ckpt.info, encoder)
     if deterministic is None:

@@ -1,7 +1,10 @@
 """An OpenAI-compatible HTTP test server with scripted replies and injectable faults.
 
-It serves ``POST /v1/chat/completions`` (JSON, or server-sent events with ``"stream": true``)
-and ``GET /v1/models`` on 127.0.0.1, from a ``ThreadingHTTPServer`` in a background thread::
+It serves ``POST /v1/chat/completions`` (JSON, or server-sent events with ``"stream": true``),
+``GET /v1/models`` and vLLM's runtime adapter routes ``POST /v1/load_lora_adapter`` /
+``/v1/unload_lora_adapter`` (``{"lora_name", "lora_path"}``; the loaded adapters are listed in
+:attr:`TestServer.lora_adapters`; replies do not depend on them) on 127.0.0.1, from a
+``ThreadingHTTPServer`` in a background thread::
 
     with TestServer(replies=["Hello!", "Bye."]) as server:
         backend = make_backend("openai:test-model", base_url=server.url)
@@ -198,6 +201,8 @@ class TestServer:
         self.stream_chunk_delay = float(stream_chunk_delay)
         self._require_key = require_api_key
         self.requests: list[RequestRecord] = []
+        self.lora_adapters: dict[str, str] = {}
+        """Adapters loaded through ``/v1/load_lora_adapter``: name → path."""
         self._lock = threading.Lock()
         self._state = _State()
         self.set_replies(replies)
@@ -467,7 +472,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             record.body = None
         try:
-            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            route = self.path.rstrip("/")
+            if route in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
+                record.status = self._lora(route, record.body)
+                return
+            if route not in ("/v1/chat/completions", "/chat/completions"):
                 record.status = 404
                 self._error(404, f"no route {self.path}", "not_found")
                 return
@@ -491,6 +500,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             record.finished = time.monotonic()
+
+    def _lora(self, route: str, body: Any) -> int:
+        """Loads (name + path) or unloads (name) an adapter, as vLLM does; returns the status."""
+        srv = self.server_ref
+        body = body if isinstance(body, dict) else {}
+        name, path = body.get("lora_name"), body.get("lora_path")
+        unload = route.endswith("/unload_lora_adapter")
+        if not isinstance(name, str) or not name or not (unload or isinstance(path, str)):
+            self._error(400, "body must be JSON with 'lora_name' (and 'lora_path')", "invalid")
+            return 400
+        with srv._lock:
+            known = name in srv.lora_adapters
+            if unload:
+                srv.lora_adapters.pop(name, None)
+            else:
+                srv.lora_adapters[name] = str(path)
+        if unload and not known:
+            self._error(404, f"no adapter named {name!r} is loaded", "not_found")
+            return 404
+        payload = f"Success: LoRA adapter '{name}' {'removed' if unload else 'added'}.".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        return 200
 
     def _chat(self, record: RequestRecord, body: dict[str, Any], fault: Fault, index: int) -> None:
         srv = self.server_ref

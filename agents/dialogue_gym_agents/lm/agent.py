@@ -47,7 +47,7 @@ from dialogue_gym_agents.training.checkpoint import (
 )
 from dialogue_gym_agents.training.seeding import derive_seed
 
-__all__ = ["LMAgent", "lm_grpo", "load_adapter_model", "sft_lora"]
+__all__ = ["LMAgent", "build_lm_agent", "lm_grpo", "load_adapter_model", "sft_lora"]
 
 
 class LMAgent:
@@ -195,7 +195,7 @@ def load_adapter_model(
     return model, tokenizer, info
 
 
-def _build(
+def build_lm_agent(
     card: TaskCard,
     ckpt: Checkpoint,
     adapter_dir: str,
@@ -210,7 +210,14 @@ def _build(
     device: str,
     batch_size: int,
     base: Mapping[str, Any] | None = None,
+    agent_type: type[LMAgent] = LMAgent,
+    agent_kwargs: Mapping[str, Any] | None = None,
 ) -> LMAgent:
+    """The agent of one adapter of ``ckpt``: ``agent_type(card, seat, backend, tokenizer, ...)``.
+
+    The generation settings (reply limit, prompt budget, context turns) come from the
+    checkpoint's config; ``agent_kwargs`` are extra constructor arguments of ``agent_type``.
+    """
     config = ckpt.config
     try:
         new_tokens = int(max_new_tokens or config.get("max_new_tokens", 64))
@@ -225,7 +232,7 @@ def _build(
     if backend is not None:  # an OpenAI-compatible server serves the model: load nothing here
         options = {"base_url": base_url} if base_url else {}
         remote = make_backend(backend, **options)
-        return LMAgent(
+        return agent_type(
             card,
             seat,
             remote,
@@ -234,12 +241,13 @@ def _build(
             max_new_tokens=new_tokens,
             context_turns=context_turns,
             seed=seed,
+            **dict(agent_kwargs or {}),
         )
     from dialogue_gym.backends.hf import HFBackend
 
     model, tokenizer, _ = load_adapter_model(ckpt, adapter_dir, device=device, base=base)
     local = HFBackend(model, tokenizer, name=f"{ckpt.kind}:{ckpt.path.name}", batch_size=batch_size)
-    return LMAgent(
+    return agent_type(
         card,
         seat,
         local,
@@ -249,6 +257,7 @@ def _build(
         max_prompt_tokens=max(16, max_length - new_tokens),
         context_turns=context_turns,
         seed=seed,
+        **dict(agent_kwargs or {}),
     )
 
 
@@ -287,7 +296,7 @@ def sft_lora(
 
     ckpt = load_checkpoint(checkpoint, kind=KIND, card=card, check_strategies=False)
     seat = str(ckpt.config.get("seat", "system"))
-    return _build(
+    return build_lm_agent(
         card,
         ckpt,
         ADAPTER_DIR,
@@ -345,7 +354,7 @@ def lm_grpo(
             f"checkpoint {ckpt.path} holds no {seat} policy (it has "
             f"{ckpt.info.get('policies', [])})"
         )
-    return _build(
+    return build_lm_agent(
         card,
         ckpt,
         seat,

@@ -1,8 +1,10 @@
 """GRPO for LoRA causal-LM policies on an env seat, and ``dialogue-gym train lm-grpo``.
 
 :class:`LMGRPO` runs GRPO iterations of one :class:`~dialogue_gym_agents.lm.policy.LMPolicy`
-on one seat of a dialogue env (MASP Appendix B.4), standalone — without the strategy-level MASP
-trainer, whose policy protocol ``LMPolicy`` also implements. Each iteration:
+on one seat of a dialogue env (MASP Appendix B.4), standalone — without mentalizers; the full
+MASP algorithm with LM policies is ``dialogue-gym train masp --policy lm``. Both play their
+rollouts with :func:`~dialogue_gym_agents.training.selfplay.play` and update with
+:func:`~dialogue_gym_agents.training.selfplay.grpo_update`. Each iteration:
 
 1. **Rollouts in groups.** ``groups`` episode seeds, each played ``group_size`` times (same
    persona, same simulator randomness; the policy's samples differ). The other seat is the
@@ -60,11 +62,9 @@ from dialogue_gym_agents.training.cli import run_trainer
 from dialogue_gym_agents.training.config import TrainConfig, config_to_dict, option
 from dialogue_gym_agents.training.rl import (
     DEFAULT_GAMMA,
-    discounted_returns,
-    group_advantages,
 )
 from dialogue_gym_agents.training.seeding import derive_seed
-from dialogue_gym_agents.training.selfplay import Rollout, grpo_update
+from dialogue_gym_agents.training.selfplay import Rollout, grpo_update, play
 from dialogue_gym_agents.training.tracking import RunLogger, progress_bar
 
 __all__ = [
@@ -132,56 +132,21 @@ def rollout(
     Raises:
         ValueError: Mismatched lengths, or a seat without a policy.
     """
-    n = len(envs)
-    if not len(seeds) == len(groups) == n:
-        raise ValueError("envs, seeds and groups must have the same length")
     if learner not in policies or set(seats) != set(policies):
         raise ValueError("every external seat (the learner's included) needs a policy and a seat")
-    out = LMRollout(learner=learner)
-    observations = [env.reset(seed=int(seed))[0] for env, seed in zip(envs, seeds, strict=True)]
-    own: list[list[int]] = [[] for _ in range(n)]
-    active = list(range(n))
-    while active:
-        speaking: dict[str, list[int]] = {}
-        for i in active:
-            speaker = next(s for s in SEATS if s in seats and observations[i][s]["to_speak"])
-            speaking.setdefault(speaker, []).append(i)
-        finished: list[int] = []
-        for speaker, members in speaking.items():
-            contexts = [seats[speaker].context(observations[i][speaker]) for i in members]
-            if speaker == learner:
-                actions, logps = policies[speaker].sample(contexts, generator)
-            else:
-                actions, logps = policies[speaker].generate(contexts, generator), []
-            for k, i in enumerate(members):
-                text = seats[speaker].env_action(actions[k], observations[i][speaker])
-                obs, rewards, terminated, truncated, infos = envs[i].step({speaker: text})
-                if speaker == learner:
-                    own[i].append(len(out.actions))
-                    out.contexts.append(contexts[k])
-                    out.actions.append(actions[k])
-                    out.logp_old.append(logps[k])
-                    out.rewards.append(0.0)
-                    out.groups.append((groups[i], len(own[i]) - 1))
-                if "q" in infos[learner] and own[i]:  # an exchange completed: both seats paid
-                    out.rewards[own[i][-1]] += float(rewards[learner])
-                    out.q.append(int(infos[learner]["q"]))
-                observations[i] = obs
-                if any(terminated.values()) or any(truncated.values()):
-                    record = next(
-                        (infos[s]["episode"] for s in SEATS if "episode" in infos[s]), None
-                    )
-                    if record is not None:
-                        out.records.append(record)
-                    finished.append(i)
-        active = [i for i in active if i not in finished]
-    returns = np.zeros(len(out.rewards))
-    for steps in own:
-        if steps:
-            returns[steps] = discounted_returns([out.rewards[s] for s in steps], gamma)
-    out.returns = returns
-    out.advantages = group_advantages(returns, out.groups) if len(out) else np.zeros(0)
-    return out
+    # The seats are stateless (a prompt is a function of the observation): one serves every env.
+    per_env = {name: [seat] * len(envs) for name, seat in seats.items()}
+    return play(
+        envs,
+        seeds,
+        groups,
+        per_env,
+        policies,
+        learner,
+        generator,
+        gamma,
+        into=LMRollout(learner=learner),
+    )  # type: ignore[return-value]
 
 
 class LMGRPO:

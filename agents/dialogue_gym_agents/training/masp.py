@@ -1,4 +1,4 @@
-"""``dialogue-gym train masp``: MASP (Algorithm 1) with strategy-level policies.
+"""``dialogue-gym train masp``: MASP (Algorithm 1) with strategy-level or LoRA causal-LM policies.
 
 Phases (each one's checkpoint is published atomically in the run folder ``--out``):
 
@@ -32,10 +32,20 @@ unchanged and continues after the last complete iteration (each iteration is see
 index and carries the optimizer states, so a resumed run equals an uninterrupted one); a larger
 ``--iterations`` continues training. Changed settings are refused unless ``--overwrite``.
 
+**Two parameterizations, one trainer** (``--policy``). ``strategy`` (default): small torch
+networks choosing the system's strategy and the user's response act, as above. ``lm``: LoRA
+causal LMs in both seats (:mod:`dialogue_gym_agents.lm.masp_lm`) — phase 0 is the same,
+phase 1 loads the ``sft-lora`` checkpoints ``--system-init`` / ``--user-init`` (or fresh adapters
+on ``--model``) as warm starts and frozen references, and phase 2 runs the same
+:class:`SelfPlay` loop and :func:`~dialogue_gym_agents.training.selfplay.grpo_update` on
+token-level log-probs, with the B.5 prompt conditioning and rollouts generated locally or on a
+vLLM server (``--rollout-backend``); the adapters are saved in every checkpoint.
+
 Example::
 
     dialogue-gym train masp --task P4G --out runs/masp-p4g --iterations 20
     dialogue-gym eval P4G-hard --agent masp:runs/masp-p4g
+    dialogue-gym train masp --task P4G --policy lm --system-init SYS --user-init USR --out OUT
 """
 
 from __future__ import annotations
@@ -130,6 +140,8 @@ __all__ = [
 ]
 
 SILVER_FILE, OPTIM_FILE = "silver.jsonl", "optim.pt"
+SERVED_DIR = "served-adapters"
+"""Scratch folder of the adapter versions pushed to a vLLM rollout server (removed at the end)."""
 P0, P1, P2 = {"phase": 0}, {"phase": 1}, {"phase": 2}
 # Inherited settings that shape every phase; the others (out, logging) shape none.
 _INHERITED = ("task", "seed", "encoder")
@@ -160,6 +172,12 @@ class MASPConfig(TrainConfig):
     lambda_reg: float = option(1.0, "teacher regression weight λ_reg", metadata=P0)
     lambda_dyn: float = option(1.0, "teacher dynamics weight λ_dyn", metadata=P0)
     # -- phase 1: warm starts
+    policy: Literal["strategy", "lm"] = option(
+        "strategy",
+        "policy parameterization: strategy-level networks (fast, CPU) or LoRA causal LMs "
+        "(--model, --system-init, --user-init; the paper's setting)",
+        metadata=P1,
+    )
     hidden_sizes: tuple[int, ...] = option((64, 64), "hidden widths of both policies", metadata=P1)
     system_bc: Literal["corpus", "scripted"] = option(
         "corpus",
@@ -176,6 +194,33 @@ class MASPConfig(TrainConfig):
     bc_epochs: int = option(30, "behaviour-cloning epochs (each policy)", metadata=P1)
     bc_lr: float = option(1e-3, "Adam learning rate of behaviour cloning", metadata=P1)
     bc_batch_size: int = option(64, "behaviour-cloning minibatch size", metadata=P1)
+    # -- phase 1 with --policy lm
+    system_init: str | None = option(
+        None,
+        "--policy lm: sft-lora checkpoint of the system seat (warm start and KL reference; "
+        "default: a fresh adapter on --model)",
+        metadata=P1,
+    )
+    user_init: str | None = option(
+        None,
+        "--policy lm: sft-lora checkpoint of the user seat (default: a fresh adapter on --model)",
+        metadata=P1,
+    )
+    model: str = option(
+        "smollm2",
+        "--policy lm: base model of fresh adapters (smollm2 or an HF folder)",
+        metadata=P1,
+    )
+    lora_r: int = option(16, "--policy lm: rank of fresh adapters", metadata=P1)
+    lora_alpha: float = option(32.0, "--policy lm: alpha of fresh adapters", metadata=P1)
+    reference: Literal["copy", "base"] = option(
+        "copy",
+        "--policy lm: KL reference: copy (frozen warm-start adapter) or base (adapter off)",
+        metadata=P1,
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = option(
+        "float32", "--policy lm: weight dtype (bfloat16 on GPUs)", metadata=P1
+    )
     # -- phase 2: self-play
     iterations: int = option(20, "outer self-play iterations K (a larger K continues a run)")
     opponent: Literal["policy", "simulator"] = option(
@@ -201,9 +246,19 @@ class MASPConfig(TrainConfig):
     groups: int = option(8, "episode groups per rollout (one episode seed each)", metadata=P2)
     group_size: int = option(4, "rollouts per group (GRPO's G)", metadata=P2)
     update_epochs: int = option(4, "GRPO epochs per rollout", metadata=P2)
-    minibatch_size: int = option(64, "GRPO minibatch size (steps)", metadata=P2)
-    system_lr: float = option(3e-4, "Adam learning rate of the system policy", metadata=P2)
-    user_lr: float = option(3e-4, "Adam learning rate of the user policy", metadata=P2)
+    minibatch_size: int | None = option(
+        None, "GRPO minibatch size in steps (default: 64; 8 with --policy lm)", metadata=P2
+    )
+    system_lr: float | None = option(
+        None,
+        "Adam learning rate of the system policy (default: 3e-4; 1e-5 with --policy lm)",
+        metadata=P2,
+    )
+    user_lr: float | None = option(
+        None,
+        "Adam learning rate of the user policy (default: 3e-4; 1e-5 with --policy lm)",
+        metadata=P2,
+    )
     clip: float = option(0.2, "GRPO ratio clip ε", metadata=P2)
     beta: float = option(0.04, "KL coefficient β to the warm-start reference", metadata=P2)
     gamma: float = option(0.97, "return discount γ", metadata=P2)
@@ -218,8 +273,36 @@ class MASPConfig(TrainConfig):
         0.5, "share of real (silver) prefixes in the student refresh mix", metadata=P2
     )
     student_lr: float = option(3e-4, "Adam learning rate of the student refresh", metadata=P2)
-    threads: int = option(
-        1, "torch CPU threads while training (small networks: 1 is fastest; restored after)"
+    threads: int | None = option(
+        None,
+        "torch CPU threads while training (default: 1 for strategy-level networks, where it is "
+        "fastest; torch's own count with --policy lm); restored after",
+    )
+    # -- phase 2 with --policy lm
+    temperature: float = option(0.75, "--policy lm: system rollout temperature", metadata=P2)
+    user_temperature: float = option(
+        0.9, "--policy lm: user rollout temperature (the paper's simulator's)", metadata=P2
+    )
+    max_new_tokens: int = option(64, "--policy lm: longest reply, in tokens", metadata=P2)
+    max_length: int = option(
+        512, "--policy lm: prompt + reply tokens (the oldest turns are dropped)", metadata=P2
+    )
+    eval_temperature: float = option(
+        0.3, "--policy lm: the trained agent's temperature at evaluation (MASP's decoding)"
+    )
+    device: str = option("auto", "--policy lm: torch device: auto, cpu, cuda, cuda:1")
+    lm_batch_size: int = option(8, "--policy lm: rows per local generate call")
+    rollout_backend: str | None = option(
+        None,
+        "--policy lm: openai:NAME: sample the system's rollouts on an OpenAI-compatible server "
+        "(vLLM) that serves the current system adapter as NAME (default: local transformers)",
+    )
+    user_rollout_backend: str | None = option(
+        None, "--policy lm: openai:NAME for the user's rollouts (default: local transformers)"
+    )
+    base_url: str | None = option(None, "the rollout server's URL (http://127.0.0.1:8000/v1)")
+    sync_adapter: bool = option(
+        True, "with a rollout backend: push each update's adapter to the vLLM server"
     )
 
     def __post_init__(self) -> None:
@@ -228,7 +311,8 @@ class MASPConfig(TrainConfig):
             "groups", "group_size", "update_epochs", "minibatch_size", "threads",
         )  # fmt: skip
         for name in positive:
-            if getattr(self, name) < 1:
+            value = getattr(self, name)  # minibatch_size and threads: None is the default
+            if value is not None and value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         for name in ("mentalizer_epochs", "bc_epochs", "iterations", "student_refresh_epochs"):
             if getattr(self, name) < 0:
@@ -249,6 +333,45 @@ class MASPConfig(TrainConfig):
             raise ValueError("--user-bc-users must be among --silver-users")
         if not self.hidden_sizes or min(self.hidden_sizes) < 1:
             raise ValueError("--hidden-sizes must be one or more positive widths")
+        for name in ("system_lr", "user_lr"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be > 0")
+        if self.policy == "lm":
+            for name in ("max_new_tokens", "lora_r", "lm_batch_size"):
+                if getattr(self, name) < 1:
+                    raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+            if self.max_length <= self.max_new_tokens + 16:
+                raise ValueError(
+                    "--max-length must leave room for a prompt (> --max-new-tokens + 16)"
+                )
+            for name in ("temperature", "user_temperature", "eval_temperature"):
+                if getattr(self, name) < 0:
+                    raise ValueError(f"--{name.replace('_', '-')} must be >= 0")
+            if self.opponent != "policy":
+                raise ValueError("--policy lm trains an LM user: it needs --opponent policy")
+            for flag, spec in (
+                ("--rollout-backend", self.rollout_backend),
+                ("--user-rollout-backend", self.user_rollout_backend),
+            ):
+                if spec is not None and (not spec.startswith("openai:") or spec == "openai:"):
+                    raise ValueError(f"{flag} must be openai:NAME, got {spec!r}")
+                if spec is not None and not self.base_url:
+                    raise ValueError(f"{flag} needs --base-url (the server's URL)")
+        elif (
+            self.system_init or self.user_init or self.rollout_backend or self.user_rollout_backend
+        ):
+            raise ValueError(
+                "--system-init, --user-init and the rollout backends are for LM policies: use "
+                "them with --policy lm"
+            )
+
+    def learning_rate(self, seat: str) -> float:
+        """The Adam learning rate of ``seat`` (``--system-lr``/``--user-lr`` or the default)."""
+        value = self.system_lr if seat == "system" else self.user_lr
+        if value is not None:
+            return float(value)
+        return 1e-5 if self.policy == "lm" else 3e-4
 
 
 def phase_config(config: MASPConfig, phase: int) -> dict[str, Any]:
@@ -279,10 +402,24 @@ def _setup(config: MASPConfig) -> tuple[TaskCard, int, Encoder]:
             raise ValueError(f"{exc}: warm-start the system with --system-bc scripted") from None
     if config.silver is not None and not (Path(config.silver) / "silver.jsonl").is_file():
         raise FileNotFoundError(f"--silver {config.silver}: no silver.jsonl there")
+    if config.policy == "lm":
+        from dialogue_gym_agents.lm import model as lm
+
+        for seat, init in (("system", config.system_init), ("user", config.user_init)):
+            if init is None:
+                lm.check_model(config.model)
+                continue
+            ckpt = load_checkpoint(init, kind="sft-lora", card=card, check_strategies=False)
+            if str(ckpt.config.get("seat", "system")) != seat:
+                raise CheckpointMismatchError(
+                    f"--{seat}-init {init} clones the {ckpt.config.get('seat')} seat, not the "
+                    f"{seat} seat"
+                )
+        lm.resolve_device(config.device)
     return card, int(card.max_exchanges), make_encoder(config.encoder)
 
 
-_OWN = (PHASE0_DIR, PHASE1_DIR, SCALARS_FILE, TB_DIR)
+_OWN = (PHASE0_DIR, PHASE1_DIR, SCALARS_FILE, TB_DIR, SERVED_DIR)
 
 
 def _is_own(name: str) -> bool:
@@ -347,10 +484,19 @@ def _commit(
     phase: int,
     info: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    lm_policies: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Publishes one phase/iteration checkpoint atomically (``extra``: file name → object)."""
+    """Publishes one phase/iteration checkpoint atomically (``extra``: file name → object).
+
+    ``lm_policies`` (``--policy lm``): the seats' LM policies, saved as adapters next to the
+    mentalizers.
+    """
     with CheckpointWriter(out / name, overwrite=True) as writer:
         files, shapes = save_models(writer.path, models)
+        if lm_policies:
+            from dialogue_gym_agents.lm.masp_lm import save_lm_policies
+
+            files += save_lm_policies(writer.path, lm_policies)
         for file, payload in (extra or {}).items():
             if file == SILVER_FILE:
                 write_jsonl(writer.path / file, payload)
@@ -363,6 +509,7 @@ def _commit(
             config_to_dict(config),
             files,
             info={**shapes, **info, "phase_config": phase_config(config, phase)},
+            extra_versions=("transformers", "peft") if lm_policies else (),
         )
 
 
@@ -744,6 +891,8 @@ class SelfPlay:
             e.g. a LoRA causal LM.
         seats: ``seats(env) -> {"system": Seat, "user": Seat}`` connecting those policies to
             one env (default: the strategy-level seats).
+        on_update: Called as ``on_update(seat, policy)`` after each GRPO update (e.g. pushing
+            an LM adapter to the vLLM server that samples the rollouts).
     """
 
     def __init__(
@@ -755,8 +904,10 @@ class SelfPlay:
         optim_state: dict[str, Any] | None = None,
         policies: Mapping[str, GRPOPolicy] | None = None,
         seats: Callable[[DialogueEnv], Mapping[str, Seat]] | None = None,
+        on_update: Callable[[str, GRPOPolicy], Any] | None = None,
     ) -> None:
         self.card, self.models, self.config = card, models, config
+        self.on_update = on_update
         self.policies = dict(policies or {"system": models.system, "user": models.user})
         if any(self.policies.get(seat) is None for seat in ("system", "user")):
             raise ValueError("self-play needs a system and a user policy (run the warm start)")
@@ -786,8 +937,12 @@ class SelfPlay:
             for name, seat in make_seats(env).items():
                 self.seats[name].append(seat)
         system, user = self.policies["system"], self.policies["user"]
-        self.system_opt = torch.optim.Adam(system.trainable_parameters(), lr=config.system_lr)
-        self.user_opt = torch.optim.Adam(user.trainable_parameters(), lr=config.user_lr)
+        self.system_opt = torch.optim.Adam(
+            system.trainable_parameters(), lr=config.learning_rate("system")
+        )
+        self.user_opt = torch.optim.Adam(
+            user.trainable_parameters(), lr=config.learning_rate("user")
+        )
         self.student_opt = torch.optim.Adam(mentalizers.student.parameters(), lr=config.student_lr)
         if optim_state is not None:
             self.system_opt.load_state_dict(optim_state["system"])
@@ -863,7 +1018,7 @@ class SelfPlay:
         generator = torch.Generator().manual_seed(derive_seed(config.seed, "iteration", k))
         update = {
             "epochs": config.update_epochs,
-            "minibatch_size": config.minibatch_size,
+            "minibatch_size": config.minibatch_size or (8 if config.policy == "lm" else 64),
             "clip": config.clip,
             "beta": config.beta,
             "generator": generator,
@@ -874,12 +1029,16 @@ class SelfPlay:
         point.update({f"system_{n}": v for n, v in system_rollout.stats().items()})
         stats = grpo_update(self.policies["system"], self.system_opt, system_rollout, **update)
         point.update({f"system_grpo_{n}": v for n, v in stats.items()})
+        if self.on_update is not None:
+            self.on_update("system", self.policies["system"])
         prefixes = list(system_rollout.prefixes)
         if self.selfplay_user and config.update_user:
             user_rollout = self.rollout(k, "user", generator)
             point.update({f"user_{n}": v for n, v in user_rollout.stats().items()})
             stats = grpo_update(self.policies["user"], self.user_opt, user_rollout, **update)
             point.update({f"user_grpo_{n}": v for n, v in stats.items()})
+            if self.on_update is not None:
+                self.on_update("user", self.policies["user"])
             prefixes += user_rollout.prefixes
         if config.student_refresh_epochs > 0:
             point["student_refresh_loss"] = self.refresh_student(prefixes, generator)
@@ -907,6 +1066,92 @@ CURVE_COLUMNS = (
     ("user_grpo_kl", "KL usr"),
     ("student_heldout_error", "M err"),
 )
+
+
+def lm_warm_start(card: TaskCard, config: MASPConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Phase 1 with ``--policy lm``: both seats' LM policies, frozen as KL references.
+
+    Each comes from its ``sft-lora`` checkpoint (``--system-init``, ``--user-init``) or is a
+    fresh adapter on ``--model``.
+
+    Returns:
+        The policies and, per seat, what it was built from (recorded in the checkpoints).
+    """
+    from dialogue_gym_agents.lm.grpo import build_policy
+
+    policies, bases = {}, {}
+    for seat, init, temperature in (
+        ("system", config.system_init, config.temperature),
+        ("user", config.user_init, config.user_temperature),
+    ):
+        policies[seat], bases[seat] = build_policy(
+            seat=seat,
+            init=init,
+            model=config.model,
+            lora_r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            seed=derive_seed(config.seed, "phase1"),
+            device=config.device,
+            dtype=config.dtype,
+            card=card,
+            temperature=temperature,
+            max_new_tokens=config.max_new_tokens,
+            reference=config.reference,
+            batch_size=config.lm_batch_size,
+        )
+    return policies, bases
+
+
+def _lm_setup(
+    ckpt: Checkpoint, card: TaskCard, models: MASPModels, config: MASPConfig, served: Path
+) -> tuple[
+    dict[str, Any] | None,
+    Callable[[DialogueEnv], Mapping[str, Seat]] | None,
+    Callable[[str, Any], Any] | None,
+]:
+    """``--policy lm``: the LM policies of ``ckpt``, their seats and the adapter-sync hook.
+
+    With rollout backends, each seat's policy samples on its server, and (with
+    ``--sync-adapter``) its adapter is pushed there now and after every update (version folders
+    under ``served``). Strategy-level runs get ``(None, None, None)``.
+    """
+    if config.policy != "lm":
+        return None, None, None
+    from dialogue_gym.backends import make_backend
+    from dialogue_gym_agents.lm.masp_lm import lm_seats, load_lm_policies
+    from dialogue_gym_agents.lm.policy import VLLMAdapterSync
+
+    specs = {"system": config.rollout_backend, "user": config.user_rollout_backend}
+    in_flight = config.groups * config.group_size  # one request per env at a time
+    backends = {
+        seat: make_backend(spec, base_url=config.base_url, max_concurrency=in_flight)
+        for seat, spec in specs.items()
+        if spec
+    }
+    policies = load_lm_policies(
+        ckpt,
+        temperatures={"system": config.temperature, "user": config.user_temperature},
+        max_new_tokens=config.max_new_tokens,
+        device=config.device,
+        dtype=config.dtype,
+        batch_size=config.lm_batch_size,
+        backends=backends,
+    )
+    student = LearnedStudent(models.mentalizers)
+    budget = config.max_length - config.max_new_tokens
+    syncs = {
+        seat: VLLMAdapterSync(str(config.base_url), str(spec).split(":", 1)[1], served)
+        for seat, spec in specs.items()
+        if spec and config.sync_adapter
+    }
+
+    def push(seat: str, policy: Any) -> None:
+        if seat in syncs:
+            syncs[seat](policy)
+
+    for seat, policy in policies.items():
+        push(seat, policy)  # the server samples from the policy being trained from the start
+    return policies, lm_seats(card, student, policies, budget), push if syncs else None
 
 
 def format_curve(curve: Sequence[dict[str, float]]) -> str:
@@ -957,7 +1202,8 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
     def say(text: str) -> None:
         print(text, file=out_stream, flush=True)
 
-    with torch_threads(config.threads), RunLogger(out, tensorboard=config.tensorboard) as log:
+    threads = config.threads or (torch.get_num_threads() if config.policy == "lm" else 1)
+    with torch_threads(threads), RunLogger(out, tensorboard=config.tensorboard) as log:
         # Phase 0: silver cache, BDI prior, teacher and student.
         phase0 = _reuse(out / PHASE0_DIR, card, config, 0)
         if phase0 is None:
@@ -980,7 +1226,15 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
         cache = [s for t in silver for s in t.states]
         # Phase 1: behaviour-cloned warm starts, frozen as references.
         phase1 = _reuse(out / PHASE1_DIR, card, config, 1)
-        if phase1 is None:
+        if phase1 is None and config.policy == "lm":
+            models = load_models(phase0, card, cache)
+            policies, bases = lm_warm_start(card, config)
+            info = {"phase": "warmstart", "mentalizers": errors, "bc": bases, "lm_policies": bases}
+            phase1 = load_checkpoint(
+                _commit(out, PHASE1_DIR, card, config, models, 1, info, lm_policies=policies)
+            )
+            del policies  # phase 2 loads them back from the checkpoint (as a resumed run does)
+        elif phase1 is None:
             models = load_models(phase0, card, cache)
             bc = warm_start(
                 card, models, silver, config, generators(derive_seed(config.seed, "phase1"))
@@ -992,11 +1246,20 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
                     {k: v for k, v in bc[seat].items() if isinstance(v, float)}, 0, f"bc_{seat}/"
                 )
         bc = phase1.info["bc"]
-        say(
-            f"phase 1: system cloned on {int(bc['system']['examples'])} turns (accuracy "
-            f"{bc['system']['accuracy']:.2f}), user on {int(bc['user']['examples'])} replies "
-            f"(accuracy {bc['user']['accuracy']:.2f})"
-        )
+        if config.policy == "lm":
+            say(
+                "phase 1: LM policies (frozen as KL references) — "
+                + "; ".join(
+                    f"{seat}: {bc[seat]['init'] or 'a fresh adapter on ' + bc[seat]['model']}"
+                    for seat in ("system", "user")
+                )
+            )
+        else:
+            say(
+                f"phase 1: system cloned on {int(bc['system']['examples'])} turns (accuracy "
+                f"{bc['system']['accuracy']:.2f}), user on {int(bc['user']['examples'])} "
+                f"replies (accuracy {bc['user']['accuracy']:.2f})"
+            )
         # Phase 2: alternating self-play, resumed after the last complete iteration.
         last, start = phase1, 1
         done = sorted(p for p in out.glob(f"{ITERATION_PREFIX}[0-9]*") if (p / MANIFEST).is_file())
@@ -1010,7 +1273,8 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
             optim_state = torch.load(last.file(OPTIM_FILE), map_location="cpu", weights_only=True)
             say(f"resuming after iteration {start - 1}")
         if start <= config.iterations:
-            selfplay = SelfPlay(card, models, silver, config, optim_state)
+            lm_policies, seats, push = _lm_setup(last, card, models, config, out / SERVED_DIR)
+            selfplay = SelfPlay(card, models, silver, config, optim_state, lm_policies, seats, push)
             bar = progress_bar(
                 config.iterations - start + 1, "self-play", config.progress, unit="iter"
             )
@@ -1024,16 +1288,20 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
                     "mentalizers": errors,
                     "bc": bc,
                 }
+                if lm_policies:
+                    info["lm_policies"] = phase1.info["lm_policies"]
                 extra = {OPTIM_FILE: selfplay.optim_state()}
-                last = load_checkpoint(
-                    _commit(out, iteration_dir(k), card, config, models, 2, info, extra)
+                folder = _commit(
+                    out, iteration_dir(k), card, config, models, 2, info, extra, lm_policies
                 )
+                last = load_checkpoint(folder)
                 _log_point(log, point, k)  # after the commit: a resumed run logs no duplicates
                 bar.set_postfix(
                     sys_sr=f"{point['system_sr']:.2f}", usr_sr=f"{point.get('user_sr', 0):.2f}"
                 )
                 bar.update(1)
             bar.close()
+            shutil.rmtree(out / SERVED_DIR, ignore_errors=True)  # vLLM holds what it loaded
         if curve:
             say("learning dynamics (self-play rollouts per outer iteration):")
             say(format_curve(curve))

@@ -102,6 +102,7 @@ def play(
     gamma: float,
     seat_seeds: Sequence[int] | None = None,
     greedy: Mapping[str, bool] | None = None,
+    into: Rollout | None = None,
 ) -> Rollout:
     """Plays one episode per env in lockstep and returns the learner's steps.
 
@@ -116,6 +117,11 @@ def play(
         gamma: The return discount.
         seat_seeds: Per env, the seed handed to its seats' ``reset`` (default: ``seeds``).
         greedy: Per seat name, take the most likely action instead of sampling.
+        into: An empty rollout to fill (e.g. an
+            :class:`~dialogue_gym_agents.lm.grpo.LMRollout`); default: a new :class:`Rollout`.
+
+    The opponent seat's actions need no log-probs: a policy with a ``generate(contexts,
+    generator, greedy=...)`` method (an LM) is asked for its actions only.
 
     Returns:
         The :class:`Rollout` with returns and group-normalized advantages.
@@ -129,7 +135,9 @@ def play(
     if learner not in seats:
         raise ValueError(f"the learner {learner!r} has no seat (seats: {sorted(seats)})")
     greedy = dict(greedy or {})
-    rollout = Rollout(learner=learner)
+    rollout = Rollout(learner=learner) if into is None else into
+    if len(rollout) or rollout.learner != learner:
+        raise ValueError("into must be an empty rollout of the learner's seat")
     observations: list[dict[str, Any]] = []
     for i, env in enumerate(envs):
         obs, _ = env.reset(seed=int(seeds[i]))
@@ -143,14 +151,18 @@ def play(
     while active:
         speaking: dict[str, list[int]] = {}
         for i in active:
-            speaker = next(s for s in SEATS if observations[i][s]["to_speak"])
+            speaker = next(s for s in SEATS if s in seats and observations[i][s]["to_speak"])
             speaking.setdefault(speaker, []).append(i)
         finished: list[int] = []
         for speaker, members in speaking.items():
             contexts = [seats[speaker][i].context(observations[i][speaker]) for i in members]
-            actions, logps = policies[speaker].sample(
-                contexts, generator, greedy=greedy.get(speaker, False)
-            )
+            policy, heat = policies[speaker], greedy.get(speaker, False)
+            generate = getattr(policy, "generate", None)
+            if speaker != learner and callable(generate):
+                actions = generate(contexts, generator, greedy=heat)
+                logps: list[Any] = [None] * len(actions)
+            else:
+                actions, logps = policy.sample(contexts, generator, greedy=heat)
             for i, context, action, logp in zip(members, contexts, actions, logps, strict=True):
                 env_action = seats[speaker][i].env_action(action, observations[i][speaker])
                 obs, rewards, terminated, truncated, infos = envs[i].step({speaker: env_action})

@@ -1,9 +1,13 @@
-"""``dialogue-gym train siavpo``: SI-AVPO (AOPD + STPR) at strategy level, and its ablations.
+"""``dialogue-gym train siavpo``: SI-AVPO (AOPD + STPR), its ablations, strategy-level or LM.
 
-One run trains a :class:`~dialogue_gym_agents.siavpo.StrategyViewPolicy` against a
+One run trains a :class:`~dialogue_gym_agents.siavpo.ViewPolicy` against a
 :class:`~dialogue_gym.users.CognitiveUser` (any card with ``user_model = "cognitive"``: Merchant,
-Courier, P4G, ...). Each iteration has three phases (each logged to ``scalars.csv`` and
-TensorBoard):
+Courier, P4G, ...): ``--policy strategy`` (default) a
+:class:`~dialogue_gym_agents.siavpo.StrategyViewPolicy` over the card's strategies,
+``--policy lm`` a :class:`~dialogue_gym_agents.lm.siavpo_lm.LMViewPolicy` (a LoRA causal LM
+that writes the replies; student view = the system seat's chat prompt, teacher view = the same
+plus a rendered P_int block). Each iteration has three phases (each logged to ``scalars.csv``
+and TensorBoard):
 
 1. **Rollouts** (:func:`play_group`). ``--seeds-per-iteration`` groups; a group plays
    ``--group-size`` rollouts of one episode seed in lockstep, on envs built with
@@ -16,7 +20,8 @@ TensorBoard):
    user accepted) normalized within the group of the same seed and view gives A_i; STPR
    scales each turn's credit by whether its Δw (``infos["system"]["privileged"]["delta_w"]``)
    agrees with the outcome: ``A_i,k = A_i · c_i,k``.
-3. **Update** (:func:`siavpo_update`). ``--update-epochs`` full-batch Adam steps on::
+3. **Update** (:func:`siavpo_update`). ``--update-epochs`` full-batch Adam steps (an LM
+   accumulates the gradients over chunks of ``--batch-size`` steps: the same loss) on::
 
        L = L_AOPD + λ_st · L_STPR − ent_coef · H
 
@@ -32,13 +37,30 @@ Why teacher-view rollouts and a warm-up: an LM prompted with P_int is a capable 
 the start (the paper's pilot study), but a freshly initialized network is not — its teacher
 view learns to use P_int only from rollouts in which it acts, under L_STPR; AOPD then distils
 it into the student view on the student's own rollouts. ``--teacher-fraction 0`` leaves the
-teacher view to the shared weights alone (the LM setting).
+teacher view to the shared weights alone: the LM setting, where it is the default together with
+``--aopd-warmup 0`` (the paper's SI-AVPO: student rollouts only, AOPD from the first update).
+
+**The LM policy** (``--policy lm``; :mod:`dialogue_gym_agents.lm.siavpo_lm`). A fresh LoRA
+adapter on ``--model`` (``smollm2`` by default, or a local HF model folder; never downloaded)
+or the adapter of an ``sft-lora`` system checkpoint (``--init``) as the warm start. An action
+is a sampled reply (``--temperature``, ``--max-new-tokens``), its log-prob the sum of its
+token log-probs (response-level ratios in L_STPR); L_AOPD is the token-level KL over the
+vocabulary between the student prompt's and the teacher prompt's next-token distributions
+along the reply, averaged over its tokens, the teacher side under θ_old (a snapshot of the
+adapter swapped in for a no-grad pass); H the mean per-token entropy along the reply.
+``--max-length`` bounds the student prompt plus the reply (the oldest turns are dropped).
+There is no KL to a reference policy. The checkpoint holds the adapter (``adapter/``, peft's
+format, vLLM-loadable) and records ``info["policy"] = "lm"``; ``--agent siavpo:DIR`` then
+samples the student view at ``--eval-temperature`` (0.3). The strategy-level options
+(``--hidden-sizes``, ``--deterministic``) do not apply, nor the LM ones to the strategy
+policy. Per-policy defaults: learning rate 3e-3 (strategy) / 1e-5 (lm), teacher fraction 0.5 /
+0, warm-up 0.25 / 0, torch threads 1 / torch's own.
 
 Methods by flags (same budget): ``siavpo`` (default), ``--no-aopd`` (w/o AOPD: student
 rollouts, STPR only), ``--no-turn-credit`` (w/o STPR: AOPD plus outcome-only advantages) and
 ``--no-aopd --no-turn-credit`` (the GRPO baseline: outcome-reward GRPO, groups = rollouts of
-the same episode seed). The checkpoint (kind ``siavpo``) holds ``policy.pt`` and the manifest;
-``--agent siavpo:DIR`` plays its student view.
+the same episode seed). The checkpoint (kind ``siavpo``) holds ``policy.pt`` (strategy) or
+``adapter/`` (lm) and the manifest; ``--agent siavpo:DIR`` plays its student view.
 
 Defaults (``λ_st = 4``, forward KL, learning rate 3e-3, warm-up 0.25, half of each group
 under the teacher view) come from short runs on Merchant-hard and Courier-hard with the
@@ -48,6 +70,8 @@ Example::
 
     dialogue-gym train siavpo --task Merchant --encoder hashing --iterations 60 --out runs/sv
     dialogue-gym eval Merchant-hard --agent siavpo:runs/sv --encoder hashing
+    dialogue-gym train siavpo --task Merchant --policy lm --model smollm2 --device cuda \
+        --dtype bfloat16 --iterations 20 --group-size 4 --out runs/sv-lm
 """
 
 from __future__ import annotations
@@ -58,7 +82,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -112,11 +136,15 @@ class SiavpoConfig(TrainConfig):
     seeds_per_iteration: int = option(8, "episode seeds (GRPO groups) per iteration")
     group_size: int = option(8, "rollouts per episode seed (the group G)")
     aopd: bool = option(True, "AOPD: teacher-view rollouts and the KL to the teacher view")
-    teacher_fraction: float = option(
-        0.5, "with AOPD, share of each group's rollouts acting under the teacher view"
+    teacher_fraction: float | None = option(
+        None,
+        "with AOPD, share of each group's rollouts acting under the teacher view (default: 0.5 "
+        "strategy, 0 lm)",
     )
-    aopd_warmup: float = option(
-        0.25, "with AOPD, share of the iterations before the KL is switched on (teacher warm-up)"
+    aopd_warmup: float | None = option(
+        None,
+        "with AOPD, share of the iterations before the KL is switched on, the teacher warm-up "
+        "(default: 0.25 strategy, 0 lm)",
     )
     aopd_direction: Literal["forward", "reverse"] = option(
         "forward", "AOPD KL: forward KL(sg teacher || student) or reverse KL(student || sg teacher)"
@@ -134,8 +162,10 @@ class SiavpoConfig(TrainConfig):
     credit_reinforce: float = option(0.5, "α: credit added when Δw agrees with the outcome")
     credit_suppress: float = option(0.5, "β: credit removed when Δw contradicts the outcome")
     credit_deadzone: float = option(1e-3, "δ: |Δw| at or below this counts as no change")
-    hidden_sizes: tuple[int, ...] = option((64, 64), "hidden layer widths of the policy MLP")
-    learning_rate: float = option(3e-3, "Adam learning rate")
+    hidden_sizes: tuple[int, ...] = option((64, 64), "strategy: hidden layer widths of the MLP")
+    learning_rate: float | None = option(
+        None, "Adam learning rate (default: 3e-3 strategy, 1e-5 lm, on the adapter)"
+    )
     update_epochs: int = option(4, "full-batch gradient steps per iteration")
     clip: float = option(0.2, "ratio clip of the GRPO surrogate")
     ent_coef: float = option(0.01, "entropy bonus coefficient")
@@ -144,17 +174,71 @@ class SiavpoConfig(TrainConfig):
         None, "stop after the iteration that passes this many minutes (default: no limit)"
     )
     deterministic: bool = option(
-        True, "the trained agent plays its most likely strategy (--no-deterministic: samples)"
+        True,
+        "strategy: the trained agent plays its most likely strategy (--no-deterministic: samples)",
     )
-    torch_threads: int = option(
-        1, "torch intra-op threads while training (restored after; tiny MLPs run best on 1)"
+    torch_threads: int | None = option(
+        None,
+        "torch intra-op threads while training, restored after (default: 1 strategy, as tiny "
+        "MLPs run best on one; lm: torch's own setting)",
+    )
+    policy: Literal["strategy", "lm"] = option(
+        "strategy",
+        "parameterization: strategy (an MLP over the card's strategies, templated replies) or "
+        "lm (a LoRA causal LM writing the replies; the --model ... options below)",
+    )
+    model: str = option("smollm2", "lm: base model of a fresh adapter (without --init)")
+    init: str | None = option(
+        None, "lm: sft-lora checkpoint of the system seat as the warm start (default: fresh)"
+    )
+    lora_r: int = option(16, "lm: rank of a fresh adapter")
+    lora_alpha: float = option(32.0, "lm: alpha of a fresh adapter")
+    temperature: float = option(0.75, "lm: rollout sampling temperature")
+    eval_temperature: float = option(
+        0.3, "lm: sampling temperature of the trained agent (the paper's decoding)"
+    )
+    max_new_tokens: int = option(64, "lm: longest reply, in tokens")
+    max_length: int = option(
+        768,
+        "lm: student prompt + reply tokens (oldest turns dropped to fit; the teacher prompt adds "
+        "the P_int block)",
+    )
+    privileged_examples: int = option(
+        1, "lm: unlock conditions and anti-patterns quoted per concern in the teacher's P_int"
+    )
+    device: str = option("auto", "lm: torch device: auto, cpu, cuda, cuda:1")
+    dtype: Literal["float32", "bfloat16", "float16"] = option(
+        "float32", "lm: weight dtype (bfloat16 on GPUs)"
+    )
+    batch_size: int = option(
+        8,
+        "lm: rows per generate call and per forward/backward pass of the update (gradients "
+        "are accumulated over the chunks: the same full-batch loss)",
     )
 
+    POLICY_DEFAULTS: ClassVar[dict[str, dict[str, Any]]] = {
+        "strategy": {
+            "learning_rate": 3e-3,
+            "teacher_fraction": 0.5,
+            "aopd_warmup": 0.25,
+            "torch_threads": 1,
+        },
+        "lm": {"learning_rate": 1e-5, "teacher_fraction": 0.0, "aopd_warmup": 0.0},
+    }
+    """Per-policy defaults of the options left at ``None`` (filled in by ``__post_init__``)."""
+
     def __post_init__(self) -> None:
+        if self.policy not in self.POLICY_DEFAULTS:
+            raise ValueError(f"--policy must be strategy or lm, got {self.policy!r}")
+        for name, value in self.POLICY_DEFAULTS[self.policy].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
         positive = ("iterations", "seeds_per_iteration", "group_size", "update_epochs")
-        for name in (*positive, "torch_threads"):
+        for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ValueError("--torch-threads must be >= 1")
         if self.max_exchanges is not None and self.max_exchanges < 1:
             raise ValueError("--max-exchanges must be >= 1")
         if not 0.0 <= self.aopd_warmup < 1.0:
@@ -173,6 +257,31 @@ class SiavpoConfig(TrainConfig):
             raise ValueError("--hidden-sizes must be one or more positive widths")
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise ValueError("--max-minutes must be positive")
+        if self.policy == "lm":
+            self._check_lm()
+
+    def _check_lm(self) -> None:
+        """The LM options (their files are checked by :func:`train_siavpo`, before any work)."""
+        for flag, value in (
+            ("--max-new-tokens", self.max_new_tokens),
+            ("--lora-r", self.lora_r),
+            ("--batch-size", self.batch_size),
+        ):
+            if value < 1:
+                raise ValueError(f"{flag} must be >= 1, got {value}")
+        if self.lora_alpha <= 0:
+            raise ValueError(f"--lora-alpha must be > 0, got {self.lora_alpha}")
+        if self.temperature < 0 or self.eval_temperature < 0:
+            raise ValueError("--temperature and --eval-temperature must be >= 0")
+        if self.privileged_examples < 0:
+            raise ValueError("--privileged-examples must be >= 0")
+        if self.max_length <= self.max_new_tokens + 16:
+            raise ValueError("--max-length must leave room for a prompt (> --max-new-tokens + 16)")
+
+    @property
+    def update_chunk(self) -> int | None:
+        """Rows per forward/backward pass of the update (``None``: the full batch at once)."""
+        return self.batch_size if self.policy == "lm" else None
 
     @property
     def method(self) -> str:
@@ -344,6 +453,22 @@ def turn_advantages(rollouts: Sequence[Rollout], config: SiavpoConfig) -> list[n
 # -- phase 3: update -------------------------------------------------------------------------------
 
 
+def _spans(n: int, chunk: int | None) -> list[tuple[int, int]]:
+    """``[start, stop)`` row ranges of at most ``chunk`` rows covering ``n`` (one: all)."""
+    if chunk is None or chunk >= n:
+        return [(0, n)] if n else []
+    return [(lo, min(lo + chunk, n)) for lo in range(0, n, chunk)]
+
+
+def _rows(targets: Any, lo: int, hi: int) -> Any:
+    """A chunk's share of the teacher targets.
+
+    Per-row tensors are sliced; row-independent targets (an LM's parameter snapshot) are
+    passed whole.
+    """
+    return targets[lo:hi] if isinstance(targets, torch.Tensor) else targets
+
+
 def siavpo_update(
     policy: ViewPolicy,
     optimizer: torch.optim.Optimizer,
@@ -359,6 +484,12 @@ def siavpo_update(
     the update as PPO holds π_old: a target that moved with every step would let the student
     chase its own shared weights.
 
+    Each step is one full-batch step. With ``config.update_chunk`` (the LM policy's
+    ``--batch-size``) the batch is processed in chunks of that many rows whose gradients are
+    accumulated before the optimizer step: every term of ``L`` is a mean over rows, so chunk
+    ``c`` of a term over ``n`` rows contributes its own mean weighted by ``n_c / n`` and the
+    accumulated gradient is that of the full-batch loss.
+
     Args:
         policy: The policy.
         optimizer: Its optimizer.
@@ -371,6 +502,7 @@ def siavpo_update(
         The last step's loss parts: ``loss``, ``stpr``, ``aopd``, ``entropy``,
         ``clip_fraction``.
     """
+    chunk = config.update_chunk
     batches: dict[View, dict[str, list[Any]]] = {}
     for rollout, adv in zip(rollouts, advantages, strict=True):
         batch = batches.setdefault(
@@ -389,47 +521,58 @@ def siavpo_update(
                 old = torch.as_tensor(batch["old"], dtype=torch.float32)
             else:
                 with torch.no_grad():
-                    old = policy.log_probs(batch["inputs"], batch["actions"], view)
+                    old = torch.cat(
+                        [
+                            policy.log_probs(batch["inputs"][lo:hi], batch["actions"][lo:hi], view)
+                            .detach()
+                            .cpu()
+                            for lo, hi in _spans(len(batch["actions"]), chunk)
+                        ]
+                    )
             terms.append((view, batch, old))
     total = sum(len(batch["actions"]) for _, batch, _ in terms)
     student = batches.get(STUDENT) if config.aopd and distill else None
     targets = None
     if student is not None:
         targets = policy.teacher_targets(student["inputs"], student["actions"])
+    parameters = list(policy.parameters())
     stats: dict[str, float] = {}
     for _ in range(config.update_epochs):
-        stpr = torch.zeros(())
-        entropy = torch.zeros(())
-        clipped = 0.0
-        for view, batch, old in terms:
-            logp = policy.log_probs(batch["inputs"], batch["actions"], view)
-            part = grpo_loss(
-                logp,
-                old,
-                torch.as_tensor(batch["adv"], dtype=torch.float32),
-                clip=config.clip,
-                beta=0.0,
-            )
-            weight = len(batch["actions"]) / total
-            stpr = stpr + weight * part.loss
-            entropy = entropy + weight * policy.entropy(batch["inputs"], view).mean()
-            clipped += weight * float(part.clip_fraction)
-        aopd = torch.zeros(())
-        if student is not None:
-            kl = policy.view_kl(
-                student["inputs"], student["actions"], config.aopd_direction, targets
-            )
-            aopd = kl.mean()
-        loss = aopd + config.lambda_st * stpr - config.ent_coef * entropy
         optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(policy.parameters()), config.max_grad_norm)
+        stpr = entropy = aopd = clipped = 0.0
+        for view, batch, old in terms:
+            n = len(batch["actions"])
+            adv = torch.as_tensor(batch["adv"], dtype=torch.float32)
+            for lo, hi in _spans(n, chunk):
+                inputs, actions = batch["inputs"][lo:hi], batch["actions"][lo:hi]
+                logp = policy.log_probs(inputs, actions, view)
+                part = grpo_loss(logp.cpu(), old[lo:hi], adv[lo:hi], clip=config.clip, beta=0.0)
+                weight = (n / total) * ((hi - lo) / n)  # the term's share, then the chunk's
+                ent = policy.entropy(inputs, view, actions=actions).mean().cpu()
+                piece = weight * (config.lambda_st * part.loss - config.ent_coef * ent)
+                piece.backward()
+                stpr += weight * float(part.loss.detach())
+                entropy += weight * float(ent.detach())
+                clipped += weight * float(part.clip_fraction)
+        if student is not None:
+            n = len(student["actions"])
+            for lo, hi in _spans(n, chunk):
+                kl = policy.view_kl(
+                    student["inputs"][lo:hi],
+                    student["actions"][lo:hi],
+                    config.aopd_direction,
+                    _rows(targets, lo, hi),
+                )
+                piece = kl.sum().cpu() / n
+                piece.backward()
+                aopd += float(piece.detach())
+        torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
         optimizer.step()
         stats = {
-            "loss": float(loss.detach()),
-            "stpr": float(stpr.detach()),
-            "aopd": float(aopd.detach()),
-            "entropy": float(entropy.detach()),
+            "loss": aopd + config.lambda_st * stpr - config.ent_coef * entropy,
+            "stpr": stpr,
+            "aopd": aopd,
+            "entropy": entropy,
             "clip_fraction": clipped,
         }
     return stats
@@ -499,27 +642,80 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _lm_preflight(config: SiavpoConfig, card: TaskCard) -> None:
+    """Fails before any work for LM files that cannot be there (model, device, --init)."""
+    from dialogue_gym_agents.lm import model as lm
+    from dialogue_gym_agents.lm.sft_lora import KIND as SFT_KIND
+    from dialogue_gym_agents.training.checkpoint import load_checkpoint
+
+    if config.init is not None:
+        load_checkpoint(config.init, kind=SFT_KIND, card=card, check_strategies=False)
+    else:
+        lm.check_model(config.model)
+    lm.resolve_device(config.device)
+
+
 def train_siavpo(config: SiavpoConfig) -> Path:
-    """Trains a strategy-level SI-AVPO policy (or an ablation); returns the checkpoint folder.
+    """Trains an SI-AVPO policy (or an ablation); returns the checkpoint folder.
+
+    ``config.policy`` picks the parameterization: ``strategy`` (a
+    :class:`~dialogue_gym_agents.siavpo.StrategyViewPolicy`, saved as ``policy.pt``) or ``lm``
+    (a :class:`~dialogue_gym_agents.lm.siavpo_lm.LMViewPolicy`, its adapter saved under
+    ``adapter/``); both train with :func:`run_siavpo`.
 
     Raises:
         ValueError: Bad options, a task whose user is not a ``CognitiveUser``, an existing
             checkpoint without ``overwrite``.
-        FileNotFoundError: No such task card.
+        FileNotFoundError: No such task card; with ``--policy lm``, a base model path that does
+            not exist (``ModelNotFoundError``).
+        CheckpointError: With ``--policy lm``, an unusable ``--init``.
     """
     card = load_card(config.task)
+    lm_policy = config.policy == "lm"
+    if lm_policy:
+        _lm_preflight(config, card)
     encoder = make_encoder(config.encoder)
     envs = make_envs(card, config.user, config.group_size, encoder, config.max_exchanges)
     writer = CheckpointWriter(config.out, overwrite=config.overwrite)
     run = generators(config.seed)
-    policy = StrategyViewPolicy(
-        card, encoder, envs[0].max_exchanges, config.hidden_sizes, generator=run.torch
+    policy: Any
+    if lm_policy:
+        from dialogue_gym_agents.lm.siavpo_lm import build_lm_view_policy
+
+        policy = build_lm_view_policy(
+            card,
+            model=config.model,
+            init=config.init,
+            lora_r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            seed=config.seed,
+            device=config.device,
+            dtype=config.dtype,
+            temperature=config.temperature,
+            max_new_tokens=config.max_new_tokens,
+            max_length=config.max_length,
+            batch_size=config.batch_size,
+            examples=config.privileged_examples,
+        )
+    else:
+        policy = StrategyViewPolicy(
+            card, encoder, envs[0].max_exchanges, config.hidden_sizes, generator=run.torch
+        )
+    threads = (
+        contextlib.nullcontext()
+        if config.torch_threads is None
+        else torch_threads(config.torch_threads)
     )
     start = time.perf_counter()
     with writer, RunLogger(writer.path, tensorboard=config.tensorboard) as log:
-        with torch_threads(config.torch_threads):
+        with threads:
             curve, totals = run_siavpo(policy, envs, config, run, log)
-        torch.save(policy.net.state_dict(), writer.path / POLICY_FILE)
+        if lm_policy:
+            files = policy.save(writer.path)
+            extra: tuple[str, ...] = ("transformers", "peft")
+        else:
+            torch.save(policy.net.state_dict(), writer.path / POLICY_FILE)
+            files, extra = [POLICY_FILE], ()
         log.close()
         tail = curve[-3:]
         final = {
@@ -531,17 +727,20 @@ def train_siavpo(config: SiavpoConfig) -> Path:
             KIND,
             card,
             config_to_dict(config),
-            [POLICY_FILE],
+            files,
             info={
+                "policy": config.policy,
                 **policy.info(),
                 "method": config.method,
                 "user_preset": config.user,
                 "teachers_per_group": config.teachers_per_group,
+                "max_exchanges": envs[0].max_exchanges,
                 **totals,
                 "final": {k: v for k, v in final.items() if not math.isnan(v)},
                 "curve": curve,
                 "train_s": round(time.perf_counter() - start, 3),
             },
+            extra_versions=extra,
         )
 
 

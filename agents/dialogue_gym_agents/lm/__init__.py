@@ -16,6 +16,10 @@ they are imported; importing this package is cheap):
   and reference policies), its seats, and the vLLM adapter sync.
 - :mod:`~dialogue_gym_agents.lm.grpo` — K GRPO steps of an LM policy on an env seat
   (``dialogue-gym train lm-grpo``).
+- :mod:`~dialogue_gym_agents.lm.masp_lm` — MASP with LM policies (``dialogue-gym train masp
+  --policy lm``): the student-conditioned system seat, adapters in MASP checkpoints, the agent.
+- :mod:`~dialogue_gym_agents.lm.siavpo_lm` — SI-AVPO with an LM policy (``dialogue-gym train
+  siavpo --policy lm``): student and teacher (P_int) prompts, the token-level AOPD KL, the agent.
 - :mod:`~dialogue_gym_agents.lm.tiny` — a tiny random causal LM with a chat template, built
   offline, for tests and CI smoke runs.
 

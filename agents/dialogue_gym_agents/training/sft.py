@@ -47,8 +47,9 @@ class SFTConfig(TrainConfig):
 
     method: str = option(
         "retrieval",
-        "SFT method, each with its own options: retrieval (more register in "
-        "dialogue_gym_agents.training.sft.SFT_METHODS)",
+        "SFT method, each with its own options (see --method NAME --help): retrieval "
+        "(nearest-neighbour replies) or lora (LoRA fine-tuning of a causal LM); more register "
+        "in dialogue_gym_agents.training.sft.SFT_METHODS",
     )
     seat: Literal["system", "user"] = option(
         "system", "seat to clone: system (persuader, supporter, ...) or user"

@@ -448,13 +448,16 @@ def _run_vectorized(
     agents: Sequence[Agent],
     todo: Sequence[Job],
     finish: Callable[[Job, dict[str, Any]], None],
+    pool: ThreadPoolExecutor | None = None,
 ) -> None:
     """Plays ``todo`` on the sub-envs of ``vec`` (``autoreset_mode="disabled"``), in order.
 
     Sub-env ``i`` plays with ``agents[i]``; each finished slot takes the next job (reset with
     its seed), so every episode is the one a lone env plays with that seed. One vector step
     moves every running episode (one batched encoding of their utterances; coalesced LLM
-    calls). ``finish`` runs on this thread as each episode ends.
+    calls). With ``pool`` the agents of a step act on its threads at once (an LLM agent's
+    requests overlap; each agent is called by one thread at a time). ``finish`` runs on this
+    thread as each episode ends.
     """
     from dialogue_gym.vector import SubEnvError
 
@@ -479,12 +482,15 @@ def _run_vectorized(
     for i in range(vec.num_envs):
         refill(i)
     while any(slot is not None for slot in slots):
+        running = [(i, slot[1]) for i, slot in enumerate(slots) if slot is not None]
+        if pool is not None and len(running) > 1:
+            chosen = list(pool.map(lambda item: item[1].act(), running))
+        else:
+            chosen = [episode.act() for _, episode in running]
         actions: list[Any] = [None] * vec.num_envs
-        for i, slot in enumerate(slots):
-            if slot is not None:
-                action = slot[1].act()
-                if not slot[1].done:
-                    actions[i] = {SYSTEM: action}
+        for (i, episode), action in zip(running, chosen, strict=True):
+            if not episode.done:
+                actions[i] = {SYSTEM: action}
         # ``{SYSTEM: action}`` always passes the vector env's own check, so a malformed action
         # fails inside its sub-env's step (a ``SubEnvError`` entry), as it would in a lone env.
         errors: Mapping[int, BaseException] = {}
@@ -671,10 +677,10 @@ def evaluate(
         ray_address: The Ray cluster to join (``ray.init(address=...)``); ``None`` starts or
             reuses a local Ray instance.
         num_envs: Play the episodes on a :mod:`dialogue_gym.vector` env of this many
-            sub-envs (each with its own agent): every vector step moves up to ``num_envs``
-            episodes with one batched encoding of their utterances and one coalesced backend
-            call per LLM component. Local executor, ``concurrency=1`` only. Results do not
-            depend on it.
+            sub-envs (each with its own agent; the agents of a step act at once on worker
+            threads): every vector step moves up to ``num_envs`` episodes with one batched
+            encoding of their utterances and one coalesced backend call per LLM component.
+            Local executor, ``concurrency=1`` only. Results do not depend on it.
 
     Returns:
         The records and summaries (see :class:`EvalResult`).
@@ -890,7 +896,8 @@ def _play_on_vector(
         **_shared_backend_kwargs(plan, shared_backend),
     )
     try:
-        _run_vectorized(vec, agents, todo, finish)
+        with ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="agent") as pool:
+            _run_vectorized(vec, agents, todo, finish, pool)
     finally:
         vec.close()
         for agent in agents:

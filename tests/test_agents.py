@@ -519,6 +519,23 @@ def test_replay_reproduces_an_evaluation_with_zero_requests(server, tmp_path):
     assert SECRET not in summary and server.url in summary  # the kwargs are stamped
 
 
+def test_vector_evaluation_overlaps_the_llm_agents_requests(monkeypatch, tmp_path):
+    monkeypatch.setenv("DG_AGENT_KEY", SECRET)
+    kwargs = {
+        "episodes": 4,
+        "env_kwargs": ENV_KWARGS,
+        "agent_kwargs": {"api_key_env": "DG_AGENT_KEY", "temperature": 0.9},
+        "progress": False,
+    }
+    with TestServer(replies=persuader, latency=0.05) as server:
+        kwargs["agent_kwargs"]["base_url"] = server.url
+        lone = evaluate(MODEL, "P4G-hard", **kwargs)
+        assert server.max_in_flight == 1
+        vec = evaluate(MODEL, "P4G-hard", num_envs=4, **kwargs)
+        assert server.max_in_flight > 1  # the four agents' requests overlapped
+    assert vec.records == lone.records
+
+
 def test_replay_miss_is_an_errored_episode(server, tmp_path):
     result = evaluate(
         MODEL,

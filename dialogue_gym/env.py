@@ -46,6 +46,16 @@ SYSTEM, USER = "system", "user"
 CORPORA = {"P4G": "p4g", "ESConv": "esconv", "ED": "ed", "CB": "cb"}
 SEATS = (SYSTEM, USER)
 SPEAKER_ID = {SYSTEM: 0, USER: 1}
+CONCERN_EVENTS = ("addressed", "proactive", "probed", "anti")
+"""User-event kinds that name a latent concern (``kind:<concern id>``): privileged, so they
+appear only in ``infos[seat]["privileged"]["user_events"]`` and in :meth:`DialogueEnv.revealed`;
+the unprivileged ``user_events`` keep the other events (``rapport``, ``ask``, ``pressure``, ...)."""
+
+
+def public_events(events: Sequence[str]) -> list[str]:
+    """The user events that reveal nothing of the user's latent concerns."""
+    return [e for e in events if e.split(":", 1)[0] not in CONCERN_EVENTS]
+
 
 Policy = Any  # any object with ``act(observation) -> action`` (see dialogue_gym.agents)
 
@@ -502,7 +512,7 @@ class DialogueEnv(ParallelEnv):
             "s": s_new,
             "delta_s": delta_s,
             "inference_error": inference_error,
-            "user_events": list(turn.events),
+            "user_events": public_events(turn.events),
         }
         # Task-specific judge outputs (a negotiation's deal price and buyer utility).
         extra = getattr(judgment, "details", None)
@@ -514,9 +524,10 @@ class DialogueEnv(ParallelEnv):
             infos[seat].update(details)
             infos[seat]["fallbacks"].extend(fallbacks)
             if self.privileged:
-                infos[seat]["privileged"] = self._privileged_view(
-                    turn.bdi, self._user_before, privileged
-                )
+                infos[seat]["privileged"] = {
+                    **self._privileged_view(turn.bdi, self._user_before, privileged),
+                    "user_events": list(turn.events),
+                }
         self._user_before = privileged
 
     def _privileged_view(
@@ -534,6 +545,9 @@ class DialogueEnv(ParallelEnv):
           ``anti_cues``) and its current ``status``, ``progress``, ``voiced`` and ``phase``.
         * ``delta_w`` — the willingness shift Δw of the last exchange (0 at ``reset``; ``None``
           for users without a willingness).
+        * ``user_events`` (after a step) — all of the user's events of the exchange, the
+          concern events (:data:`CONCERN_EVENTS`, ``proactive:<id>``, ...) included; the
+          unprivileged ``user_events`` leave those out.
         * ``transitions`` — the concerns whose phase the last exchange changed,
           ``{id: [before, after]}``; phases are ``latent`` (unresolved, not voiced),
           ``voiced`` (unresolved, raised by the user), ``partially_addressed`` and
@@ -633,11 +647,13 @@ class DialogueEnv(ParallelEnv):
 
         Returns:
             ``initial_state`` (the user's BDI before the dialogue), ``states`` (the teacher's
-            BDI after each exchange) and ``votes`` (the success judge's raw votes per exchange).
+            BDI after each exchange), ``votes`` (the success judge's raw votes per exchange) and
+            ``user_events`` (the user's events per exchange, concern ids included).
         """
         return {
             "initial_state": self._z0_bdi.to_dict(),
             "states": [state.to_dict() for state in self._trace["states"]],
+            "user_events": [list(events) for events in self._trace["events"]],
             "votes": list(self._trace["votes"]),
         }
 

@@ -409,12 +409,18 @@ class _Episode:
         record["transcript"] = [
             {"role": role, "text": text} for role, text in getattr(base, "history", ())
         ]
+        revealed = dict(base.revealed()) if callable(getattr(base, "revealed", None)) else {}
+        # The infos' user events leave out what names a latent concern; the revealed ones (one
+        # list per completed exchange) are complete, so the record shows those.
+        complete = iter(revealed.pop("user_events", ()))
         record["events"] = [
-            [*s.get("user_events", ()), *(f"fallback:{f}" for f in s.get("fallbacks", ()))]
+            [
+                *(next(complete, None) or s.get("user_events", ()) if "q" in s else ()),
+                *(f"fallback:{f}" for f in s.get("fallbacks", ())),
+            ]
             for s in steps
         ]
-        if callable(getattr(base, "revealed", None)):
-            record.update(base.revealed())
+        record.update(revealed)
         if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
             try:
                 record["agent_info"] = self.agent.episode_info()

@@ -16,6 +16,7 @@ import torch
 import dialogue_gym
 from dialogue_gym.agents import make_agent
 from dialogue_gym.cards import load_card
+from dialogue_gym.env import CONCERN_EVENTS
 from dialogue_gym.metrics import format_table, summarize
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.realize import TemplateRealizer
@@ -123,6 +124,9 @@ def _assert_no_leak(env: Any, env_id: str) -> int:
             utterance = realizer.realize(plan[turn % len(plan)])
             said.add(utterance)
             observations, _, terms, truncs, infos = env.step({"system": utterance})
+            for seat in ("system", "user"):  # the unprivileged events name no concern either
+                named = [e for e in infos[seat]["user_events"] if e.split(":")[0] in CONCERN_EVENTS]
+                assert not named, f"{env_id} {seat} infos show {named}"
             if terms["system"] or truncs["system"]:
                 break
     return checked
@@ -137,6 +141,8 @@ def test_privileged_channel_never_leaks_into_observations(env_id: str) -> None:
     _, infos = plain.reset(seed=0)
     _, _, _, _, step_infos = plain.step({"system": env.card.strategies[0].templates[0]})
     assert all("privileged" not in i for i in (*infos.values(), *step_infos.values()))
+    for info in step_infos.values():  # nor do the unprivileged user events name a concern
+        assert not [e for e in info["user_events"] if e.split(":")[0] in CONCERN_EVENTS]
 
 
 @pytest.mark.parametrize("secret", ["description", "willingness"])
@@ -176,7 +182,8 @@ def test_privileged_view_holds_p_int_delta_w_and_transitions() -> None:
     # Address the strongest concern with its own unlock prototype before it is voiced.
     _, _, _, _, infos = env.step({"system": card_concern.unlock[0]})
     view = infos["system"]["privileged"]
-    assert f"proactive:{first}" in infos["system"]["user_events"]
+    assert f"proactive:{first}" in infos["system"]["privileged"]["user_events"]
+    assert not any(":" in e for e in infos["system"]["user_events"])  # concern ids: privileged
     assert view["transitions"][first][0] == "latent"
     assert view["transitions"][first][1] in ("partially_addressed", "resolved")
     assert view["delta_w"] == pytest.approx(view["willingness"] - w0, abs=1e-6)
@@ -188,12 +195,13 @@ def test_an_open_question_probes_a_latent_concern() -> None:
     env.reset(seed=5)
     question = "What would make you hesitate about a promotion like this?"
     _, _, _, _, infos = env.step({"system": question})
-    probed = [e for e in infos["system"]["user_events"] if e.startswith("probed:")]
+    probed = [e for e in infos["system"]["privileged"]["user_events"] if e.startswith("probed:")]
     assert len(probed) == 1
     cid = probed[0].split(":", 1)[1]
     assert infos["system"]["privileged"]["transitions"][cid] == ["latent", "voiced"]
     _, _, _, _, infos = env.step({"system": question})  # the same concern is voiced now
-    assert not any(e.startswith("probed:") for e in infos["system"]["user_events"])
+    events = infos["system"]["privileged"]["user_events"]
+    assert not any(e.startswith("probed:") for e in events)
     episode = infos["system"]["episode"]
     assert episode["proactive_turns"] == 1
     row = summarize([episode], T=2, n_resamples=10)

@@ -394,7 +394,10 @@ def play_group(
                 rollout.actions.append(action)
                 rollout.logp.append(float(lp))
                 rollout.delta_w.append(float(info.get("privileged", {}).get("delta_w") or 0.0))
-                rollout.events.append(list(info.get("user_events", ())))
+                # The concern events (proactive:<id>, ...) are privileged: the envs are built
+                # with privileged=True for the teacher view, so they are there.
+                events = info.get("privileged", {}).get("user_events", info.get("user_events", ()))
+                rollout.events.append(list(events))
                 last[i] = (observations, infos)
                 if terminated["system"] or truncated["system"]:
                     rollout.record = dict(info["episode"])

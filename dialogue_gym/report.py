@@ -578,9 +578,17 @@ def _t_label(rows: Sequence[Mapping[str, Any]]) -> str:
     return str(horizons.pop()) if len(horizons) == 1 else "T"
 
 
+_OPTIONAL_HEADERS = {
+    "csr": "CSR",
+    "proactivity": "proactivity",
+    "proactive_turns": "proactive turns",
+}
+"""Columns shown for tasks whose users have latent concerns (the CUS metrics), and titles."""
+
+
 def _optional_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """CSR and proactivity, for tasks whose users have latent concerns."""
-    return [key for key in ("csr", "proactivity") if any(r.get(key) is not None for r in rows)]
+    """CSR, proactivity and proactive turns, for tasks whose users have latent concerns."""
+    return [key for key in _OPTIONAL_HEADERS if any(r.get(key) is not None for r in rows)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,7 +641,7 @@ def markdown_table(
     extra = _optional_columns(all_rows)
     headers = ["agent", "env", f"SR@{t} [95% CI]", "AT [95% CI]", f"RCSR@{t} [95% CI]"]
     headers += ["n", "errored"] + (["T"] if t == "T" else [])
-    headers += [{"csr": "CSR", "proactivity": "proactivity"}[key] for key in extra]
+    headers += [_OPTIONAL_HEADERS[key] for key in extra]
     numeric = [False, False] + [True] * (len(headers) - 2)
     two = len(runs) == 2
     if two:
@@ -695,6 +703,7 @@ CSV_COLUMNS = (
     "mean_q",
     "csr",
     "proactivity",
+    "proactive_turns",
 )
 """Columns of :func:`csv_table` (a ``run`` column comes first with two runs)."""
 
@@ -1010,7 +1019,7 @@ def _summary_html(rows: Sequence[Mapping[str, Any]]) -> str:
     extra = _optional_columns(rows)
     headers = ["agent", "env", "n", "errored", f"SR@{t} [95% CI]", "AT [95% CI]"]
     headers += [f"RCSR@{t} [95% CI]", "mean q"] + (["T"] if t == "T" else [])
-    headers += [{"csr": "CSR", "proactivity": "proactivity"}[key] for key in extra]
+    headers += [_OPTIONAL_HEADERS[key] for key in extra]
     body = []
     for row in rows:
         errored = row["n_errored"]
@@ -1236,7 +1245,15 @@ def _episode_html(record: Mapping[str, Any], horizon: int, tau_q: float) -> str:
         details.append(f'<p class="warn">Error: {_e(record.get("error") or "unknown")}</p>')
     extras = [
         f"{key} = {_e(_value(record[key]))}"
-        for key in ("return_user", "fallbacks", "csr", "proactivity", "deal_price", "utility")
+        for key in (
+            "return_user",
+            "fallbacks",
+            "csr",
+            "proactivity",
+            "proactive_turns",
+            "deal_price",
+            "utility",
+        )
         if record.get(key) is not None
     ]
     if extras:

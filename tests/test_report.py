@@ -236,6 +236,23 @@ def test_csv_table_numbers(toy_run: Path) -> None:
     assert float(rows[2]["sr"]) == 1.0 and float(rows[2]["at"]) == 2.0
 
 
+def test_latent_concern_metrics_are_columns(tmp_path: Path) -> None:
+    result = evaluate(
+        "random",
+        "Merchant-hard",
+        episodes=3,
+        out=tmp_path,
+        env_kwargs={"encoder": "hashing"},
+        progress=False,
+    )
+    (summary,) = result.summaries
+    header = markdown_table(tmp_path).splitlines()[0]
+    assert "CSR" in header and "proactivity" in header and "proactive turns" in header
+    (row,) = csv.DictReader(io.StringIO(csv_table(tmp_path)))
+    for key in ("csr", "proactivity", "proactive_turns"):
+        assert float(row[key]) == pytest.approx(summary[key], abs=1e-6), key
+
+
 def test_all_errored_group_is_counted_not_dropped(tmp_path: Path) -> None:
     run_dir = write_run(
         tmp_path / "broken",

@@ -413,13 +413,12 @@ class _Episode:
         # The infos' user events leave out what names a latent concern; the revealed ones (one
         # list per completed exchange) are complete, so the record shows those.
         complete = iter(revealed.pop("user_events", ()))
-        record["events"] = [
-            [
-                *(next(complete, None) or s.get("user_events", ()) if "q" in s else ()),
-                *(f"fallback:{f}" for f in s.get("fallbacks", ())),
-            ]
-            for s in steps
-        ]
+        record["events"] = []
+        for step in steps:
+            user = step.get("user_events", [])
+            if "q" in step:  # a completed exchange: its complete events, when revealed
+                user = next(complete, None) or user
+            record["events"].append([*user, *(f"fallback:{f}" for f in step.get("fallbacks", ()))])
         record.update(revealed)
         if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
             try:

@@ -143,7 +143,7 @@ def test_the_student_prompt_never_holds_p_int(tiny: Path) -> None:
     )
     assert agent.messages(observation) == step.student
     deployed = SiavpoLMAgent(
-        CARD, policy.policy.backend, policy.tokenizer, max_prompt_tokens=budget
+        CARD, "system", policy.policy.backend, policy.tokenizer, max_prompt_tokens=budget
     )
     assert deployed.messages(observation) == step.student and deployed.temperature == 0.3
     # without a privileged record both views see the same prompt

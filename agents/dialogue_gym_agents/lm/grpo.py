@@ -73,6 +73,7 @@ __all__ = [
     "LMGRPOConfig",
     "LMRollout",
     "build_policy",
+    "check_policy_sources",
     "grpo_update",
     "main",
     "rollout",
@@ -421,6 +422,50 @@ class LMGRPOConfig(TrainConfig):
                     raise ValueError(f"{flag} needs --base-url (the server's URL)")
 
 
+def _sft_checkpoint(init: str | Path, seat: str, card: Any) -> Any:
+    """The ``sft-lora`` checkpoint ``init``, verified, of ``seat``.
+
+    Raises:
+        CheckpointError: Missing, corrupt, of another kind/task, or of the other seat.
+    """
+    from dialogue_gym_agents.lm.sft_lora import KIND as SFT_KIND
+
+    ckpt = load_checkpoint(init, kind=SFT_KIND, card=card, check_strategies=False)
+    trained_seat = str(ckpt.config.get("seat", "system"))
+    if trained_seat != seat:
+        raise CheckpointMismatchError(
+            f"{ckpt.path} clones the {trained_seat} seat, not the {seat} seat"
+        )
+    return ckpt
+
+
+def check_policy_sources(
+    card: Any, inits: Mapping[str, str | Path | None], model: str, device: str
+) -> None:
+    """Fails before any work for what :func:`build_policy` would load for these seats.
+
+    Args:
+        card: The task card.
+        inits: Per seat, its ``sft-lora`` checkpoint, or ``None`` for a fresh adapter on
+            ``model``.
+        model: The base model of fresh adapters.
+        device: The torch device.
+
+    Raises:
+        CheckpointError: An unusable checkpoint (missing, corrupt, another kind, task or seat).
+        ModelNotFoundError: The base model path does not exist.
+        ValueError: An unusable device.
+    """
+    from dialogue_gym_agents.lm import model as lm
+
+    for seat, init in inits.items():
+        if init is None:
+            lm.check_model(model)
+        else:
+            _sft_checkpoint(init, seat, card)
+    lm.resolve_device(device)
+
+
 def build_policy(
     *,
     seat: str,
@@ -451,15 +496,9 @@ def build_policy(
     from dialogue_gym_agents.lm import model as lm
     from dialogue_gym_agents.lm.agent import load_adapter_model
     from dialogue_gym_agents.lm.sft_lora import ADAPTER_DIR
-    from dialogue_gym_agents.lm.sft_lora import KIND as SFT_KIND
 
     if init is not None:
-        ckpt = load_checkpoint(init, kind=SFT_KIND, card=card, check_strategies=False)
-        trained_seat = str(ckpt.config.get("seat", "system"))
-        if trained_seat != seat:
-            raise CheckpointMismatchError(
-                f"{ckpt.path} clones the {trained_seat} seat, not the {seat} seat"
-            )
+        ckpt = _sft_checkpoint(init, seat, card)
         peft_model, tokenizer, info = load_adapter_model(
             ckpt, ADAPTER_DIR, device, trainable=True, dtype=dtype
         )
@@ -493,19 +532,14 @@ def train_lm_grpo(config: LMGRPOConfig) -> Path:
         ModelNotFoundError: A base model path that does not exist.
     """
     from dialogue_gym.backends import make_backend
-    from dialogue_gym_agents.lm import model as lm
     from dialogue_gym_agents.lm.policy import VLLMAdapterSync
     from dialogue_gym_agents.lm.prompts import PROMPT_VERSION
 
     card = load_card(config.task)
     env_id = f"{card.id}-{config.user}"
     dialogue_gym.spec(env_id)  # an unknown preset fails here, with the registered ids
-    for init in (config.init, config.user_init):
-        if init is not None:
-            load_checkpoint(init, kind="sft-lora", card=card, check_strategies=False)
-    if config.init is None:
-        lm.check_model(config.model)
-    lm.resolve_device(config.device)
+    inits = {"system": config.init, **({"user": config.user_init} if config.user_init else {})}
+    check_policy_sources(card, inits, config.model, config.device)
     writer = CheckpointWriter(config.out, overwrite=config.overwrite)
     common = {
         "lora_r": config.lora_r,

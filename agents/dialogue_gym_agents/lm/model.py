@@ -57,6 +57,7 @@ __all__ = [
     "merge_into_folder",
     "quiet_transformers",
     "resolve_device",
+    "response_logits",
     "response_logprobs",
     "save_adapter",
 ]
@@ -364,13 +365,13 @@ def merge_into_folder(model: Any, tokenizer: Any, folder: str | Path) -> list[st
 # -- log-probs -------------------------------------------------------------------------------------
 
 
-def response_logprobs(
+def response_logits(
     model: Any,
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     pad_id: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probs of each response given its prompt (the prompt is masked).
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The next-token logits at every response position, given each response's prompt.
 
     Prompts are left-padded and responses right-padded, so that all responses start at the
     same column; position ids skip the padding. Only the ``R + 1`` last logits are computed.
@@ -382,9 +383,9 @@ def response_logprobs(
         pad_id: The padding token id.
 
     Returns:
-        ``(logp, mask)``, both ``(B, R)`` float32 with ``R = max(1, longest response)``:
-        ``logp[i, t] = log π(y_i,t | prompt_i, y_i,<t)`` (0 where ``mask`` is 0). ``logp``
-        carries gradients when grad mode is on.
+        ``(logits, targets, mask)``: ``(B, R, V)`` float32 logits of the distribution of
+        response token ``t`` (gradients when grad mode is on), ``(B, R)`` token ids and
+        ``(B, R)`` float mask (1 for response tokens), ``R = max(1, longest response)``.
 
     Raises:
         ValueError: Different numbers of prompts and responses, or an empty prompt.
@@ -417,7 +418,34 @@ def response_logprobs(
     except TypeError:  # a model class without logits_to_keep
         logits = model(**kwargs).logits
     logits = logits[:, -(width_r + 1) : -1, :].float()
-    targets = ids[:, width_p:]
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     mask = (torch.arange(width_r, device=device)[None, :] < lengths.to(device)[:, None]).float()
+    return logits, ids[:, width_p:], mask
+
+
+def response_logprobs(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    pad_id: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token log-probs of each response given its prompt (the prompt is masked).
+
+    The layout of :func:`response_logits`, whose logits these are the log-softmax of.
+
+    Args:
+        model: A causal LM (a ``PeftModel`` or a plain one).
+        prompts: Token ids of each prompt (non-empty).
+        responses: Token ids of each response (may be empty).
+        pad_id: The padding token id.
+
+    Returns:
+        ``(logp, mask)``, both ``(B, R)`` float32 with ``R = max(1, longest response)``:
+        ``logp[i, t] = log π(y_i,t | prompt_i, y_i,<t)`` (0 where ``mask`` is 0). ``logp``
+        carries gradients when grad mode is on.
+
+    Raises:
+        ValueError: Different numbers of prompts and responses, or an empty prompt.
+    """
+    logits, targets, mask = response_logits(model, prompts, responses, pad_id)
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return logp * mask, mask

@@ -44,18 +44,18 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from dialogue_gym.backends import Backend
 from dialogue_gym.cards import TaskCard
 from dialogue_gym_agents.lm.agent import LMAgent
-from dialogue_gym_agents.lm.model import adapter_tensors
+from dialogue_gym_agents.lm.model import adapter_tensors, response_logits
 from dialogue_gym_agents.lm.policy import LMPolicy, LMResponse
 from dialogue_gym_agents.lm.prompts import fit_prompt, observation_control, observation_history
 from dialogue_gym_agents.siavpo import STUDENT, TEACHER, View
-from dialogue_gym_agents.training.checkpoint import Checkpoint, CorruptCheckpointError
+from dialogue_gym_agents.training.checkpoint import Checkpoint
 from dialogue_gym_agents.training.siavpo_losses import KLDirection, aopd_kl
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "build_lm_view_policy",
     "load_lm_agent",
     "render_privileged",
-    "response_logits",
     "student_messages",
     "teacher_messages",
 ]
@@ -238,65 +237,6 @@ class LMEpisode:
 
 
 # -- log-probs and distributions -------------------------------------------------------------------
-
-
-def response_logits(
-    model: Any,
-    prompts: Sequence[Sequence[int]],
-    responses: Sequence[Sequence[int]],
-    pad_id: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The next-token logits at every response position, in the layout of ``response_logprobs``.
-
-    Prompts are left-padded and responses right-padded (so every response starts at the same
-    column), position ids skip the padding, and only the ``R + 1`` last logits are computed —
-    as :func:`~dialogue_gym_agents.lm.model.response_logprobs`, whose log-probs are
-    ``log_softmax(logits).gather(targets)`` of these.
-
-    Args:
-        model: A causal LM.
-        prompts: Token ids of each prompt (non-empty).
-        responses: Token ids of each response (may be empty).
-        pad_id: The padding token id.
-
-    Returns:
-        ``(logits, targets, mask)``: ``(B, R, V)`` float32 logits of the distribution of
-        response token ``t`` (gradients when grad mode is on), ``(B, R)`` token ids and
-        ``(B, R)`` float mask (1 for response tokens), ``R = max(1, longest response)``.
-
-    Raises:
-        ValueError: Different numbers of prompts and responses, or an empty prompt.
-    """
-    if len(prompts) != len(responses):
-        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
-    if any(len(p) == 0 for p in prompts):
-        raise ValueError("every prompt needs at least one token")
-    device = next(model.parameters()).device
-    batch = len(prompts)
-    width_p = max(len(p) for p in prompts)
-    width_r = max(1, max((len(r) for r in responses), default=0))
-    ids = torch.full((batch, width_p + width_r), int(pad_id), dtype=torch.long)
-    attention = torch.zeros_like(ids)
-    lengths = torch.zeros(batch, dtype=torch.long)
-    for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
-        start = width_p - len(prompt)
-        ids[i, start:width_p] = torch.as_tensor(list(prompt), dtype=torch.long)
-        if response:
-            ids[i, width_p : width_p + len(response)] = torch.as_tensor(
-                list(response), dtype=torch.long
-            )
-        attention[i, start : width_p + len(response)] = 1
-        lengths[i] = len(response)
-    positions = (attention.cumsum(dim=-1) - 1).clamp_min(0)
-    ids, attention, positions = ids.to(device), attention.to(device), positions.to(device)
-    kwargs = {"input_ids": ids, "attention_mask": attention, "position_ids": positions}
-    try:
-        logits = model(**kwargs, logits_to_keep=width_r + 1).logits
-    except TypeError:  # a model class without logits_to_keep
-        logits = model(**kwargs).logits
-    logits = logits[:, -(width_r + 1) : -1, :].float()
-    mask = (torch.arange(width_r, device=device)[None, :] < lengths.to(device)[:, None]).float()
-    return logits, ids[:, width_p:], mask
 
 
 def _row_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -570,50 +510,36 @@ def build_lm_view_policy(
 class SiavpoLMAgent(LMAgent):
     """Plays the system seat with the LM's **student view** only (never reads infos).
 
-    An :class:`~dialogue_gym_agents.lm.agent.LMAgent` whose prompt is :func:`student_messages`,
-    the student view it was trained under. Turn ``k`` of an episode reset with seed ``s``
-    samples with seed ``derive_seed(s, "system", k)``.
+    An :class:`~dialogue_gym_agents.lm.agent.LMAgent` of the system seat: its prompt is the
+    student view it was trained under (:func:`student_messages` is the same prompt), and its
+    temperature defaults to 0.3, the paper's decoding. Turn ``k`` of an episode reset with seed
+    ``s`` samples with seed ``derive_seed(s, "system", k)``.
 
     Args:
         card: The task card.
+        seat: ``"system"`` (the only seat an SI-AVPO agent plays).
         backend: The generation backend (an ``HFBackend`` around the adapted model).
         tokenizer: The model's tokenizer (prompt token budget).
-        temperature: Sampling temperature (0: greedy; default 0.3, the paper's decoding).
-        max_new_tokens: Longest reply.
-        max_prompt_tokens: Prompt budget (oldest turns dropped to fit).
-        context_turns: Most recent turns in the prompt (``None``: all that fit).
-        seed: Default episode seed.
+        temperature: Sampling temperature (0: greedy).
+        **kwargs: Other :class:`~dialogue_gym_agents.lm.agent.LMAgent` options.
+
+    Raises:
+        ValueError: ``seat`` is not the system's.
     """
 
     def __init__(
         self,
         card: TaskCard,
+        seat: str,
         backend: Backend,
         tokenizer: Any = None,
         *,
         temperature: float = 0.3,
-        max_new_tokens: int = 64,
-        max_prompt_tokens: int | None = None,
-        context_turns: int | None = None,
-        seed: int | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            card,
-            "system",
-            backend,
-            tokenizer,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            max_prompt_tokens=max_prompt_tokens,
-            context_turns=context_turns,
-            seed=seed,
-        )
-
-    def messages(self, observation: Mapping[str, Any]) -> list[dict[str, str]]:
-        """The student-view prompt (:func:`student_messages`)."""
-        return student_messages(
-            self.card, observation, self.tokenizer, self.max_prompt_tokens, self.context_turns
-        )
+        if seat != "system":
+            raise ValueError(f"an SI-AVPO agent plays the system seat, not {seat!r}")
+        super().__init__(card, seat, backend, tokenizer, temperature=temperature, **kwargs)
 
 
 def load_lm_agent(
@@ -644,31 +570,22 @@ def load_lm_agent(
         CheckpointMismatchError: The installed SmolLM2 differs from the one it was trained on.
         ModelNotFoundError: Its base model path no longer exists.
     """
-    from dialogue_gym.backends.hf import HFBackend
-    from dialogue_gym_agents.lm.agent import load_adapter_model
+    from dialogue_gym_agents.lm.agent import build_lm_agent
 
-    config = ckpt.config
-    try:
-        new_tokens = int(max_new_tokens or config.get("max_new_tokens", 64))
-        max_length = int(config.get("max_length", 768))
-        heat = float(
-            temperature if temperature is not None else config.get("eval_temperature", 0.3)
-        )
-    except (TypeError, ValueError) as exc:
-        raise CorruptCheckpointError(
-            f"checkpoint {ckpt.path} has an unusable generation config: {exc}"
-        ) from None
-    if deterministic:
-        heat = 0.0
-    base = ckpt.info.get("system_policy") or None
-    model, tokenizer, _ = load_adapter_model(ckpt, ADAPTER_DIR, device=device, base=base)
-    backend = HFBackend(model, tokenizer, name=f"siavpo:{ckpt.path.name}", batch_size=batch_size)
-    return SiavpoLMAgent(
+    agent = build_lm_agent(
         card,
-        backend,
-        tokenizer,
-        temperature=heat,
-        max_new_tokens=new_tokens,
-        max_prompt_tokens=max(16, max_length - new_tokens),
+        ckpt,
+        ADAPTER_DIR,
+        "system",
         seed=seed,
+        temperature=0.0 if deterministic else temperature,
+        default_temperature=float(ckpt.config.get("eval_temperature", 0.3)),
+        max_new_tokens=max_new_tokens,
+        backend=None,
+        base_url=None,
+        device=device,
+        batch_size=batch_size,
+        base=ckpt.info.get("system_policy") or None,
+        agent_type=SiavpoLMAgent,
     )
+    return cast(SiavpoLMAgent, agent)

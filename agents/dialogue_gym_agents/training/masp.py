@@ -50,11 +50,10 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,7 +122,12 @@ from dialogue_gym_agents.training.corpora import (
     corpus_of,
     load_training_dialogues,
 )
-from dialogue_gym_agents.training.seeding import RunGenerators, derive_seed, generators
+from dialogue_gym_agents.training.seeding import (
+    RunGenerators,
+    derive_seed,
+    generators,
+    torch_threads,
+)
 from dialogue_gym_agents.training.selfplay import Rollout, grpo_update, play
 from dialogue_gym_agents.training.tracking import SCALARS_FILE, TB_DIR, RunLogger, progress_bar
 
@@ -403,19 +407,10 @@ def _setup(config: MASPConfig) -> tuple[TaskCard, int, Encoder]:
     if config.silver is not None and not (Path(config.silver) / "silver.jsonl").is_file():
         raise FileNotFoundError(f"--silver {config.silver}: no silver.jsonl there")
     if config.policy == "lm":
-        from dialogue_gym_agents.lm import model as lm
+        from dialogue_gym_agents.lm.grpo import check_policy_sources
 
-        for seat, init in (("system", config.system_init), ("user", config.user_init)):
-            if init is None:
-                lm.check_model(config.model)
-                continue
-            ckpt = load_checkpoint(init, kind="sft-lora", card=card, check_strategies=False)
-            if str(ckpt.config.get("seat", "system")) != seat:
-                raise CheckpointMismatchError(
-                    f"--{seat}-init {init} clones the {ckpt.config.get('seat')} seat, not the "
-                    f"{seat} seat"
-                )
-        lm.resolve_device(config.device)
+        inits = {"system": config.system_init, "user": config.user_init}
+        check_policy_sources(card, inits, config.model, config.device)
     return card, int(card.max_exchanges), make_encoder(config.encoder)
 
 
@@ -1172,17 +1167,6 @@ def format_curve(curve: Sequence[dict[str, float]]) -> str:
 
 def _log_point(log: RunLogger, point: dict[str, float], step: int) -> None:
     log.log_dict({k: v for k, v in point.items() if k != "iteration"}, step, prefix="selfplay/")
-
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Runs the block with ``n`` torch CPU threads and restores the previous count."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def train_masp(config: MASPConfig, stream: Any = None) -> Path:

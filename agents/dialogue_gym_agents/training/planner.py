@@ -27,11 +27,10 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,6 +70,7 @@ from dialogue_gym_agents.training.seeding import (
     derive_seed,
     generators,
     isolated_global_rng,
+    torch_threads,
 )
 from dialogue_gym_agents.training.tracking import RunLogger, progress_bar
 
@@ -400,18 +400,6 @@ def _curve_callback(
     return CurveCallback()
 
 
-@contextlib.contextmanager
-def _torch_threads(count: int | None) -> Iterator[None]:
-    """Sets torch's CPU thread count inside the block (``None``: unchanged)."""
-    previous = torch.get_num_threads()
-    if count is not None:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def train_ppo(
     net: StrategyPolicyNet,
     card: TaskCard,
@@ -440,7 +428,7 @@ def train_ppo(
     )
     curve: list[dict[str, float]] = []
     deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
-    with isolated_global_rng(derive_seed(config.seed, "ppo")), _torch_threads(config.torch_threads):
+    with isolated_global_rng(derive_seed(config.seed, "ppo")), torch_threads(config.torch_threads):
         vec_cls = SubprocVecEnv if config.vec_env == "subproc" else DummyVecEnv
         envs = vec_cls([factory] * config.n_envs)
         try:
@@ -535,7 +523,7 @@ def train_planner(config: PlannerConfig) -> Path:
             timings["features_s"] = time.perf_counter() - start
             timings["features_cpu_s"] = time.process_time() - cpu
             start, cpu = time.perf_counter(), time.process_time()
-            with _torch_threads(config.torch_threads):
+            with torch_threads(config.torch_threads):
                 stats = pretrain(net, X, Y, config, run, log)
             timings["pretrain_s"] = time.perf_counter() - start
             timings["pretrain_cpu_s"] = time.process_time() - cpu

@@ -7,7 +7,8 @@ states, which other code in the process (an evaluation, a test, a second trainer
 stable-baselines3 samples actions and shuffles minibatches from the global torch and NumPy
 states. :func:`isolated_global_rng` confines that: inside the block the global states are
 seeded from the run's seed, and on exit they are restored exactly as they were, so a PPO run
-is reproducible and leaves the rest of the process untouched.
+is reproducible and leaves the rest of the process untouched. :func:`torch_threads` does the
+same for torch's CPU thread count.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-__all__ = ["RunGenerators", "derive_seed", "generators", "isolated_global_rng"]
+__all__ = [
+    "RunGenerators",
+    "derive_seed",
+    "generators",
+    "isolated_global_rng",
+    "torch_threads",
+]
 
 
 @dataclasses.dataclass
@@ -83,3 +90,15 @@ def isolated_global_rng(seed: int) -> Iterator[None]:
         finally:
             random.setstate(python_state)
             np.random.set_state(numpy_state)
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Runs the block with ``count`` torch CPU threads (``None``: unchanged), then restores it."""
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -76,11 +76,10 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -105,7 +104,12 @@ from dialogue_gym_agents.training.cli import run_trainer
 from dialogue_gym_agents.training.config import TrainConfig, config_to_dict, option
 from dialogue_gym_agents.training.grpo import grpo_loss
 from dialogue_gym_agents.training.rl import episode_outcomes
-from dialogue_gym_agents.training.seeding import RunGenerators, derive_seed, generators
+from dialogue_gym_agents.training.seeding import (
+    RunGenerators,
+    derive_seed,
+    generators,
+    torch_threads,
+)
 from dialogue_gym_agents.training.siavpo_losses import outcome_advantages, stpr_advantages
 from dialogue_gym_agents.training.tracking import RunLogger, progress_bar
 
@@ -634,30 +638,6 @@ def run_siavpo(
     return curve, {"episodes": float(episodes), "env_steps": float(steps), "iterations": len(curve)}
 
 
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Sets torch's intra-op thread count inside the block and restores it after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _lm_preflight(config: SiavpoConfig, card: TaskCard) -> None:
-    """Fails before any work for LM files that cannot be there (model, device, --init)."""
-    from dialogue_gym_agents.lm import model as lm
-    from dialogue_gym_agents.lm.sft_lora import KIND as SFT_KIND
-    from dialogue_gym_agents.training.checkpoint import load_checkpoint
-
-    if config.init is not None:
-        load_checkpoint(config.init, kind=SFT_KIND, card=card, check_strategies=False)
-    else:
-        lm.check_model(config.model)
-    lm.resolve_device(config.device)
-
-
 def train_siavpo(config: SiavpoConfig) -> Path:
     """Trains an SI-AVPO policy (or an ablation); returns the checkpoint folder.
 
@@ -675,8 +655,10 @@ def train_siavpo(config: SiavpoConfig) -> Path:
     """
     card = load_card(config.task)
     lm_policy = config.policy == "lm"
-    if lm_policy:
-        _lm_preflight(config, card)
+    if lm_policy:  # fail before any work for a model, device or --init that cannot be used
+        from dialogue_gym_agents.lm.grpo import check_policy_sources
+
+        check_policy_sources(card, {"system": config.init}, config.model, config.device)
     encoder = make_encoder(config.encoder)
     envs = make_envs(card, config.user, config.group_size, encoder, config.max_exchanges)
     writer = CheckpointWriter(config.out, overwrite=config.overwrite)
@@ -704,11 +686,7 @@ def train_siavpo(config: SiavpoConfig) -> Path:
         policy = StrategyViewPolicy(
             card, encoder, envs[0].max_exchanges, config.hidden_sizes, generator=run.torch
         )
-    threads = (
-        contextlib.nullcontext()
-        if config.torch_threads is None
-        else torch_threads(config.torch_threads)
-    )
+    threads = torch_threads(config.torch_threads)
     start = time.perf_counter()
     with writer, RunLogger(writer.path, tensorboard=config.tensorboard) as log:
         with threads:

@@ -474,7 +474,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             route = self.path.rstrip("/")
             if route in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
-                record.status = self._lora(route, record.body)
+                self._lora(record, route)
                 return
             if route not in ("/v1/chat/completions", "/chat/completions"):
                 record.status = 404
@@ -501,15 +501,20 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             record.finished = time.monotonic()
 
-    def _lora(self, route: str, body: Any) -> int:
-        """Loads (name + path) or unloads (name) an adapter, as vLLM does; returns the status."""
+    def _lora(self, record: RequestRecord, route: str) -> None:
+        """Loads (name + path) or unloads (name) an adapter, as vLLM does.
+
+        The record's status is set before the response goes out, so a client that has its
+        answer finds it logged.
+        """
         srv = self.server_ref
-        body = body if isinstance(body, dict) else {}
+        body = record.body if isinstance(record.body, dict) else {}
         name, path = body.get("lora_name"), body.get("lora_path")
         unload = route.endswith("/unload_lora_adapter")
         if not isinstance(name, str) or not name or not (unload or isinstance(path, str)):
+            record.status = 400
             self._error(400, "body must be JSON with 'lora_name' (and 'lora_path')", "invalid")
-            return 400
+            return
         with srv._lock:
             known = name in srv.lora_adapters
             if unload:
@@ -517,15 +522,16 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 srv.lora_adapters[name] = str(path)
         if unload and not known:
+            record.status = 404
             self._error(404, f"no adapter named {name!r} is loaded", "not_found")
-            return 404
+            return
         payload = f"Success: LoRA adapter '{name}' {'removed' if unload else 'added'}.".encode()
+        record.status = 200
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
-        return 200
 
     def _chat(self, record: RequestRecord, body: dict[str, Any], fault: Fault, index: int) -> None:
         srv = self.server_ref

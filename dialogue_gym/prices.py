@@ -11,10 +11,17 @@ Used by the CraigslistBargain seller simulator, its deal judge and the bargainin
   reference price is given, a plausible scale.
 * :func:`offer_in` picks the one price a turn *proposes*: not a price it merely cites (``it was
   $500 new``, ``I saw one for $250``, ``you're asking $400``), not one for a different item
-  (``$20 for the helmet``), not one it takes back (``I said 200 — scratch that, 180``); relative
-  offers (``15% off``, ``knock $50 off``, ``half the asking price``) are resolved against the
-  reference.
+  (``$20 for the helmet``), not one it takes back (``I said 200 — scratch that, 180``,
+  ``I'll pay $450 – scratch that``, ``$450, no wait``); relative offers (``15% off``, ``knock
+  $50 off``, ``half the asking price``) are resolved against the reference.
 * :func:`buyer_utility` is the buyer-normalized utility of a deal (MASP, Appendix C.7).
+
+Every function reads :func:`dialogue_gym.text.normalize_text` of its text — the same view the
+sentence encoder and the cue regexes read — so zero-width characters (``$4\u200b50``),
+fullwidth digits (``$４５０``) and typographic quotes and dashes cannot hide or forge a price.
+The offsets of a :class:`PriceMention` therefore refer to the **normalized** text (identical to
+the input for plain ASCII text with single spaces), and :func:`mask_prices` returns the
+normalized text with its prices masked.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+
+from dialogue_gym.text import normalize_text
 
 __all__ = [
     "PriceMention",
@@ -40,9 +49,9 @@ class PriceMention:
 
     Attributes:
         value: The amount in dollars.
-        text: The matched span as written.
-        start: Offset of the span in the text.
-        end: End offset of the span.
+        text: The matched span as written (in the normalized text).
+        start: Offset of the span in ``normalize_text(text)``, not in the raw text.
+        end: End offset of the span in ``normalize_text(text)``.
         explicit: The span carries a currency or money marker (``$``, ``dollars``, ``bucks``,
             ``k``, ``grand``, ``hundred``) rather than being a bare number read from context.
         kind: ``"amount"`` (a price) or ``"discount"`` (an amount taken off: ``$50 off``).
@@ -411,10 +420,12 @@ def extract_prices(text: str, reference: float | None = None) -> list[PriceMenti
             as 250.
 
     Returns:
-        The :class:`PriceMention` list (discounts such as ``$50 off`` have ``kind="discount"``).
+        The :class:`PriceMention` list (discounts such as ``$50 off`` have ``kind="discount"``),
+        with offsets into ``normalize_text(text)`` (see the module docstring).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+    text = normalize_text(text)
     if reference is not None and (not math.isfinite(reference) or reference <= 0):
         reference = None
     mentions = _numeric_mentions(text, reference) + _word_mentions(text, reference)
@@ -430,7 +441,7 @@ def extract_prices(text: str, reference: float | None = None) -> list[PriceMenti
 # -- the offer of a turn -------------------------------------------------------------------------
 
 _CLAUSE_SPLIT = re.compile(
-    r"[.;!?]+(?=\s|$)|[,:]\s|\s[—–-]{1,2}\s|[—–]|\n|\s(?:but|and|so|though|although|while|"
+    r"[.;!?]+(?=\s|$)|[,:]\s|\s[—–-]{1,2}\s|[—–]|--|\n|\s(?:but|and|so|though|although|while|"
     r"whereas|because|since)\s",
     re.IGNORECASE,
 )
@@ -461,6 +472,19 @@ _CITED_AFTER = re.compile(
 _RETRACT_AFTER = re.compile(
     r"^\W*(?:scratch that|no wait|wait,? no|sorry|i mean|actually|correction|make (?:it|that)|"
     r"rather|on second thought|never ?mind|let me (?:revise|rephrase|correct))",
+    re.IGNORECASE,
+)
+# Phrases that take back what came before even when no new price follows. They count at the
+# start of a clause after the price (``$450 - scratch that``, ``$450. Actually, forget it.``),
+# not inside one (``$450 or forget it`` is an ultimatum, ``never mind the scratches`` is not
+# a retraction).
+_END = r"(?=\s*(?:$|[.,;:!?)\-]|(?:i|i'?ll|i'?m|i'?d|we|let'?s|let|lol|haha|sorry|then)\b))"
+_TAKE_BACK = re.compile(
+    rf"(?:^|[.,;:!?\-]|\.\.\.)\s*(?:(?:actually|oh|um+|uh+|hmm+|ok(?:ay)?|well|sorry|wait|"
+    rf"no|hold on|on second thought|lol|haha)\b\W*)*(?:scratch that|strike that|cancel that|"
+    rf"no,? wait|wait,? no|(?:i )?take (?:that|it) back|(?:just|i'?m|i was) (?:just )?kidding|"
+    rf"j/?k\b|disregard (?:that|it|this)\b|ignore (?:that|it|this){_END}|never ?mind{_END}|"
+    rf"nvm\b|forget (?:it|that|about it|(?:what |that )?i said(?: that)?){_END})",
     re.IGNORECASE,
 )
 _OTHER_ITEM_AFTER = re.compile(
@@ -495,19 +519,29 @@ def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return left, right
 
 
-def _role(text: str, mention: PriceMention, is_last: bool) -> str:
-    """``"offer"``, ``"cited"``, ``"retracted"`` or ``"other_item"``."""
+def _role(text: str, mention: PriceMention, is_last: bool, next_start: int | None) -> str:
+    """``"offer"``, ``"cited"``, ``"retracted"`` or ``"other_item"``.
+
+    ``next_start`` is where the next price mention starts (``None`` for the last one): a
+    take-back phrase counts only between this price and the next.
+    """
     left, right = _clause_bounds(text, mention.start, mention.end)
     before = text[left : mention.start]
     after = text[mention.end : right]
-    tail = text[mention.end :]
+    tail = text[mention.end : next_start]
     if _OTHER_ITEM_AFTER.match(after):
         return "other_item"
     if not is_last and _RETRACT_AFTER.match(tail.lstrip(" ,—–-")):
-        return "retracted"
+        return "retracted"  # a correction: the next price replaces this one
+    if _TAKE_BACK.search(tail):
+        return "retracted"  # taken back outright (with or without a replacement)
     if _CITED_BEFORE.search(before) or _CITED_NEAR.search(before) or _CITED_AFTER.match(after):
         return "cited"
     return "offer"
+
+
+def _next_start(mentions: list[PriceMention], index: int) -> int | None:
+    return mentions[index + 1].start if index + 1 < len(mentions) else None
 
 
 def offer_in(text: str, reference: float | None = None) -> float | None:
@@ -515,19 +549,22 @@ def offer_in(text: str, reference: float | None = None) -> float | None:
 
     Cited prices (original, retail, a comparable listing, the other side's asking price),
     prices for a different item and retracted prices are skipped; of the remaining ones the
-    last wins (later words override earlier ones). Discounts (``$50 off``) and relative offers
-    (``15% off``, ``half the asking price``) are resolved against ``reference``. When two
-    proposals remain and a reference is given, a proposal below 15% of the reference is taken
-    to be for something else if a plausible one exists.
+    last wins (later words override earlier ones). A price taken back (``I'll pay $450 –
+    scratch that``, ``$450, no wait``, ``$450. Actually, forget it.``) is no offer, so such a
+    turn proposes nothing unless a later price replaces it. Discounts (``$50 off``) and
+    relative offers (``15% off``, ``half the asking price``) are resolved against
+    ``reference``. When two proposals remain and a reference is given, a proposal below 15% of
+    the reference is taken to be for something else if a plausible one exists.
 
     Args:
         text: The turn.
         reference: The listing (asking) price: scale hint and base of relative offers.
     """
+    text = normalize_text(text)
     mentions = extract_prices(text, reference)
     offers: list[float] = []
     for index, mention in enumerate(mentions):
-        role = _role(text, mention, index == len(mentions) - 1)
+        role = _role(text, mention, index == len(mentions) - 1, _next_start(mentions, index))
         if role != "offer":
             continue
         if mention.kind == "discount":
@@ -544,9 +581,11 @@ def offer_in(text: str, reference: float | None = None) -> float | None:
         relative: list[tuple[int, float]] = []
         for match in _PERCENT_OFF.finditer(text):
             pct = float(match.group("pct"))
-            if 0 < pct < 100:
+            if 0 < pct < 100 and not _TAKE_BACK.search(text[match.end() :]):
                 relative.append((match.start(), reference * (1 - pct / 100)))
         for match in _FRACTION_OF.finditer(text):
+            if _TAKE_BACK.search(text[match.end() :]):
+                continue
             relative.append((match.start(), reference * _FRACTIONS[match.group("frac").lower()]))
         if relative:
             return max(relative)[1]
@@ -566,15 +605,20 @@ def asking_price_in(text: str, reference: float | None = None) -> float | None:
     Prefers a price introduced as the asking price (``I'm asking $450``, ``listed at``,
     ``price is``); otherwise the first price that is not cited as an original or retail price.
     """
+    text = normalize_text(text)
     mentions = [m for m in extract_prices(text, reference) if m.kind == "amount"]
     if not mentions:
         return None
-    for mention in mentions:
+    roles = [
+        _role(text, mention, index == len(mentions) - 1, _next_start(mentions, index))
+        for index, mention in enumerate(mentions)
+    ]
+    for mention, role in zip(mentions, roles, strict=True):
         left, _ = _clause_bounds(text, mention.start, mention.end)
-        if _ASKING.search(text[left : mention.start]):
+        if role != "retracted" and _ASKING.search(text[left : mention.start]):
             return mention.value
-    for index, mention in enumerate(mentions):
-        if _role(text, mention, index == len(mentions) - 1) == "offer":
+    for mention, role in zip(mentions, roles, strict=True):
+        if role == "offer":
             return mention.value
     return mentions[0].value
 
@@ -583,8 +627,10 @@ def mask_prices(text: str, reference: float | None = None, token: str = "$N") ->
     """``text`` with every price mention replaced by ``token``.
 
     Lets a sentence encoder (and its cache) see ``Would you take $300?`` and ``Would you take
-    $280?`` as the same utterance: what a turn argues does not depend on the number.
+    $280?`` as the same utterance: what a turn argues does not depend on the number. Returns
+    the *normalized* text (:func:`dialogue_gym.text.normalize_text`) with its prices masked.
     """
+    text = normalize_text(text)
     out, last = [], 0
     for mention in extract_prices(text, reference):
         out.append(text[last : mention.start])

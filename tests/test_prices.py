@@ -157,6 +157,14 @@ OFFERS = [
     ("knock $50 off and it's a deal", 400, 350),  # a discount
     ("how about half the asking price?", 400, 200),
     ("Deal at $1,175. When can you pick it up?", 1275, 1175),
+    ("I said 200 – scratch that, 180", 250, 180),  # en dash
+    ("I said 200 - scratch that, 180", 250, 180),  # hyphen
+    ("I said 200—scratch that, 180", 250, 180),  # em dash, no spaces
+    ("$300, no wait, $280", 400, 280),
+    ("I'll pay $300. Never mind, make it $290.", 400, 290),
+    ("I'll pay $4​50", 500, 450),  # a zero-width space inside the number
+    ("I'll pay $４５０", 500, 450),  # fullwidth digits
+    ("I'll pay $450 or forget it", 500, 450),  # an ultimatum, not a take-back
 ]
 
 
@@ -175,6 +183,24 @@ def test_offer_in_picks_the_proposed_price(text, reference, expected):
     ],
 )
 def test_offer_in_is_none_without_a_proposal(text):
+    assert offer_in(text, 400) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'll pay $350 – scratch that",
+        "I'll pay $350 - scratch that",
+        "$350, no wait",
+        "I said 200, never mind",
+        "I'll pay $350. Actually, forget it.",
+        "I'll pay $350, I take that back.",
+        "I'll pay $350. Strike that.",
+        "$350, just kidding",
+        "How about half the asking price? Never mind.",
+    ],
+)
+def test_offer_in_is_none_when_the_offer_is_taken_back(text):
     assert offer_in(text, 400) is None
 
 

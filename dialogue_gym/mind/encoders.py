@@ -20,12 +20,22 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
+
 _TOKEN = re.compile(r"[a-z0-9$']+")
 
 
 @runtime_checkable
 class Encoder(Protocol):
-    """Maps texts to unit-normalized embedding rows of a fixed dimension."""
+    """Maps texts to unit-normalized embedding rows of a fixed dimension.
+
+    An encoder may also have the **optional** method ``visible_prefix(text: str) -> str``: the
+    longest prefix of ``text`` that it actually reads (a transformer truncates to its maximum
+    sequence length). :func:`dialogue_gym.text.text_view` cuts every turn to that prefix, so
+    cue regexes and the price parser never read words the encoder cannot see; an encoder
+    without the method gets the first :data:`dialogue_gym.text.MAX_VIEW_CHARS` characters.
+    It is not a member of this protocol, so encoders without it still satisfy it.
+    """
 
     @property
     def name(self) -> str:
@@ -96,6 +106,13 @@ class HashingEncoder:
                 # An empty text still needs a unit vector; use a fixed "empty" direction.
                 out[row, 0] = 1.0
         return _normalize(out)
+
+    def visible_prefix(self, text: str) -> str:
+        """``text`` cut to :data:`~dialogue_gym.text.MAX_VIEW_CHARS` characters at a word.
+
+        Bag-of-words reads any length; the cap keeps its views comparable to MiniLM's.
+        """
+        return cap_chars(text, MAX_VIEW_CHARS)
 
 
 def minilm_model_dir() -> Path:
@@ -173,6 +190,7 @@ class MiniLMEncoder:
             if self._packed is None and engine == "packed":
                 raise ValueError("the packed engine failed its check on this model or machine")
         self.engine = "packed" if self._packed is not None else "sentence-transformers"
+        self._window = _TokenWindow.build(self._model)
 
     @property
     def name(self) -> str:
@@ -191,6 +209,22 @@ class MiniLMEncoder:
         if self._packed is not None:
             return self._packed.encode(texts)
         return np.concatenate([self._encode_alone(text) for text in texts])
+
+    def visible_prefix(self, text: str) -> str:
+        """The longest prefix of ``text`` whose words all fit in the model's token window.
+
+        The model reads at most ``max_seq_length`` (256) tokens, two of them ``[CLS]`` and
+        ``[SEP]``; this is ``text`` up to the end of the last content token that fits, backed
+        off to the whitespace before a word the window splits (``$1,200`` cut after ``$1`` would
+        read as a price). So the prefix's tokens are exactly the first tokens the model reads,
+        and ``encode([visible_prefix(t)])`` equals ``encode([t])`` whenever the window ends
+        between words. ``text`` itself when it fits. Falls back to
+        :data:`~dialogue_gym.text.MAX_VIEW_CHARS` characters for a tokenizer without
+        character offsets.
+        """
+        if self._window is None:
+            return cap_chars(text, MAX_VIEW_CHARS)
+        return self._window.prefix(text)
 
     def _encode_alone(self, text: str) -> np.ndarray:
         """sentence-transformers' encoding of ``text`` alone (the packed engine's reference)."""
@@ -218,6 +252,54 @@ _PROBES = (
 _MIN_ROWS = 16
 # Most a packed row may differ from sentence-transformers' encoding of the text alone.
 _TOLERANCE = 1e-5
+
+
+class _TokenWindow:
+    """The part of a text inside a sentence-transformers model's token window.
+
+    Tokenizes with a private copy of the model's fast (Rust) tokenizer, with truncation and
+    padding off: the shared tokenizer's truncation state is mutated by every call, and
+    mutating it while another thread encodes fails ("Already borrowed").
+    """
+
+    def __init__(self, backend: Any, content_tokens: int) -> None:
+        self._backend = backend
+        self._content_tokens = content_tokens
+
+    @classmethod
+    def build(cls, model: Any) -> _TokenWindow | None:
+        """The window of ``model``, or ``None`` (no fast tokenizer, or it keeps the tail)."""
+        try:
+            from tokenizers import Tokenizer
+
+            tokenizer = model.tokenizer
+            if getattr(tokenizer, "truncation_side", "right") != "right":
+                return None  # the model would see a suffix, not a prefix
+            backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+            backend.no_truncation()
+            backend.no_padding()
+            max_length = int(model.max_seq_length)
+            specials = int(tokenizer.num_special_tokens_to_add(pair=False))
+        except Exception:  # any failure (tokenizers raises its own types): no window
+            return None
+        if max_length - specials < 1:
+            return None
+        return cls(backend, max_length - specials)
+
+    def prefix(self, text: str) -> str:
+        """See :meth:`MiniLMEncoder.visible_prefix`."""
+        offsets = self._backend.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= self._content_tokens:
+            return text
+        end = offsets[self._content_tokens - 1][1]
+        if end < len(text) and not text[end].isspace():
+            # The window ends inside a whitespace-delimited word: drop that word's pieces.
+            cut = end
+            while cut > 0 and not text[cut - 1].isspace():
+                cut -= 1
+            if cut > 0:
+                end = cut
+        return text[:end].rstrip()
 
 
 class _PackedBert:
@@ -392,6 +474,13 @@ class CachedEncoder:
     def dim(self) -> int:
         """See :class:`Encoder`."""
         return self.inner.dim
+
+    def visible_prefix(self, text: str) -> str:
+        """The inner encoder's ``visible_prefix``, or the character cap when it has none."""
+        inner = getattr(self.inner, "visible_prefix", None)
+        if callable(inner):
+            return inner(text)
+        return cap_chars(text, MAX_VIEW_CHARS)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """See :class:`Encoder` (thread-safe).

@@ -232,7 +232,7 @@ def test_annotator_prompt(p4g):
         ("Answer: positive", "positive"),
         ("The final label is: refused.", "refused"),
         ("Neutral - the persuadee has not decided.", "neutral"),
-        ("I think the persuadee has decided to donate.", "agree"),
+        ("I think the persuadee has decided to donate.", None),  # prose: never guessed
         ("positive, but they did not agree yet", "positive"),
         ("The persuadee did not agree.", None),
         ("They might agree or refuse, hard to say.", None),
@@ -254,7 +254,7 @@ def test_parse_stance_labels(p4g, text, label):
         ("Yes, the Patient's issue has been solved.", "resolved"),
         ("somewhat_better", "somewhat_better"),
         ("Somewhat better", "somewhat_better"),
-        ("The patient doesn't feel better; they feel the same.", "same"),
+        ("The patient doesn't feel better; they feel the same.", None),  # prose
     ],
 )
 def test_parse_esconv_answers(esconv, text, label):
@@ -272,7 +272,7 @@ def test_parse_esconv_answers(esconv, text, label):
         ("Irrational.", -1),
         ("Answer: RATIONAL", 1),
         ("RATIONAL. The user was not irrational here.", 1),
-        ("The response is NOT RATIONAL because it ignores the reason.", -1),
+        ("The response is NOT RATIONAL because it ignores the reason.", None),  # prose
         ("rational or not rational", None),
         ("maybe", None),
         ("", None),
@@ -343,10 +343,15 @@ def test_success_judge_well_formed(p4g):
 
 
 def test_success_judge_messy_outputs(p4g):
-    backend = fake("**Agree.** The persuadee commits $1.", "Answer: agree", "I'd say neutral.")
+    backend = fake("**Agree.** The persuadee commits $1.", "Answer: agree", "Neutral.")
     judgment = LLMSuccessJudge(p4g, backend).judge(exchange(P4G_HISTORY))
     assert judgment.votes == ("agree", "agree", "neutral") and judgment.n_failed == 0
     assert not judgment.success  # two agree + neutral do not pass 0.6 (MASP C.3)
+    prose = LLMSuccessJudge(p4g, fake("agree", "agree", "I'd say neutral.")).judge(
+        exchange(P4G_HISTORY)
+    )  # prose that mentions a label is not read: a failed vote, cast as the lowest label
+    assert prose.votes == ("agree", "agree", "refused") and prose.n_failed == 1
+    assert not prose.success
 
 
 def test_success_judge_unparseable_votes_count_as_failed_lowest(p4g):

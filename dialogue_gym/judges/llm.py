@@ -6,13 +6,19 @@ embedded judges (``DialogueEnv(success_judge=..., rationality_judge=...)``).
 **Success (MASP C.3, C.5, C.6).** One prompt per exchange, ``n`` samples (the card's
 ``judge.success.n``, 3 by default) at temperature 0.7. Each sample is parsed into one of the
 card's labels; the votes go through :func:`dialogue_gym.judges.embedded.aggregate` (the card's
-label → reward map and its ``mean`` or ``label`` rule). **An unparseable vote is counted in
-``Judgment.n_failed`` and cast as the card's lowest label** (refused / worse / no_deal): a
-judge that cannot be read never produces a success, and the failure is visible in the infos.
+label → reward map and its ``mean`` or ``label`` rule). A vote is read only when it is in the
+prompt's exact answer format (:func:`dialogue_gym.llm.parsing.parse_label`: hedges, echoed
+questions, option lists and prose are unparseable). **An unparseable vote is counted in
+``Judgment.n_failed``, flagged by index in ``unparseable`` (``infos["judge_unparseable"]``,
+next to ``infos["judge_failures"]``) and cast as the card's lowest label** (refused / worse /
+no_deal) — it is never averaged as a positive label. A success needs the readable votes alone
+to succeed *and* the success to survive the failed votes counted at the lowest reward: when no
+vote can be read the exchange fails, with ``judge_failures == n``.
 
 **CraigslistBargain (MASP C.7)** (cards whose ``judge.success.kind`` is ``"deal"``). Each
 sample reads "They have reached a deal at [price]" or "They have not reached a deal". If any
-vote says no deal — or cannot be read, or names no price — the outcome is ``no_deal``;
+vote says no deal — or cannot be read, or names no price (a failed vote, flagged as above) —
+the outcome is ``no_deal``;
 otherwise the deal price is the median of the voted prices and the exchange succeeds when the
 buyer-normalized utility ``(p_deal − p_seller) / (p_buyer − p_seller)`` reaches the card's
 threshold. ``p_seller`` and ``p_buyer`` come from the seller's privileged record (the listing
@@ -30,6 +36,7 @@ failure (after the backend's own retries) raises
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -45,10 +52,50 @@ from dialogue_gym.prices import asking_price_in, buyer_utility
 if TYPE_CHECKING:
     from dialogue_gym.backends import Backend
 
-__all__ = ["LLMRationalityJudge", "LLMSuccessJudge", "judge_context"]
+__all__ = [
+    "LLMDealJudgment",
+    "LLMJudgment",
+    "LLMRationalityJudge",
+    "LLMSuccessJudge",
+    "judge_context",
+]
 
 SUCCESS_COMPONENT = "judge.success"
 RATIONALITY_COMPONENT = "judge.rationality"
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMJudgment(Judgment):
+    """A :class:`~dialogue_gym.judges.base.Judgment` that names its unparseable votes.
+
+    Attributes:
+        unparseable: Indices (0-based) of the votes that could not be read; each is counted in
+            ``n_failed`` and cast as the card's lowest label in ``votes``.
+    """
+
+    unparseable: tuple[int, ...] = ()
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """``judge_unparseable`` for the infos (the env merges ``details`` into them)."""
+        return {"judge_unparseable": list(self.unparseable)}
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMDealJudgment(DealJudgment):
+    """A :class:`~dialogue_gym.judges.deal.DealJudgment` that names its failed votes.
+
+    Attributes:
+        unparseable: Indices (0-based) of the votes that could not be read or named no price;
+            each is counted in ``n_failed`` and cast as ``no_deal``.
+    """
+
+    unparseable: tuple[int, ...] = ()
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The deal fields and ``judge_unparseable`` (for infos)."""
+        return {**super().details, "judge_unparseable": list(self.unparseable)}
 
 
 def judge_context(exchange: Exchange) -> dict[str, str]:
@@ -143,14 +190,20 @@ class LLMSuccessJudge:
         if self.deal:
             return self._judge_deal(exchange, texts)
         votes: list[str] = []
-        failed = 0
-        for text in texts:
+        unparseable: list[int] = []
+        for index, text in enumerate(texts):
             label = parsing.parse_label(text, self.aliases)
             if label is None:
-                failed += 1
-                label = self.lowest
+                unparseable.append(index)
+                label = self.lowest  # never averaged as a positive label
             votes.append(label)
-        return aggregate(votes, self.card, n_failed=failed)
+        judgment = aggregate(votes, self.card, n_failed=len(unparseable))
+        readable = [v for i, v in enumerate(votes) if i not in unparseable]
+        # A failed vote never contributes to success: the readable votes must succeed alone.
+        success = judgment.success and bool(readable) and aggregate(readable, self.card).success
+        fields = {f.name: getattr(judgment, f.name) for f in dataclasses.fields(Judgment)}
+        fields["success"] = success
+        return LLMJudgment(**fields, unparseable=tuple(unparseable))
 
     # -- CraigslistBargain ---------------------------------------------------------------------
 
@@ -167,15 +220,15 @@ class LLMSuccessJudge:
             target = round(float(listing) * self.target_fraction)
         return float(listing), float(target)
 
-    def _judge_deal(self, exchange: Exchange, texts: list[str]) -> DealJudgment:
+    def _judge_deal(self, exchange: Exchange, texts: list[str]) -> LLMDealJudgment:
         listing, target = self._prices(exchange)
         votes: list[str] = []
         prices: list[float] = []
-        failed = 0
-        for text in texts:
+        unparseable: list[int] = []
+        for index, text in enumerate(texts):
             vote = parsing.parse_deal(text, reference=listing)
             if vote is None or (vote.deal and vote.price is None):
-                failed += 1  # unreadable, or a deal without a price: cannot be scored
+                unparseable.append(index)  # unreadable, or a deal without a price: unscorable
                 votes.append(NO_DEAL)
             elif vote.deal:
                 assert vote.price is not None
@@ -183,7 +236,7 @@ class LLMSuccessJudge:
                 prices.append(vote.price)
             else:
                 votes.append(NO_DEAL)
-        deal = all(v == DEAL for v in votes)
+        deal = not unparseable and all(v == DEAL for v in votes)
         price = float(statistics.median(prices)) if deal and prices else None
         utility = None
         if price is not None and listing is not None and target is not None:
@@ -195,17 +248,18 @@ class LLMSuccessJudge:
         success = deal and utility is not None and utility >= threshold - 1e-9
         labels = self.card.success_judge.labels
         rewards = tuple(labels[v] for v in votes)
-        return DealJudgment(
+        return LLMDealJudgment(
             votes=tuple(votes),
             rewards=rewards,
             score=sum(rewards) / len(rewards),
             success=success,
             label=DEAL if deal else NO_DEAL,
-            n_failed=failed,
+            n_failed=len(unparseable),
             deal_price=price,
             utility=utility,
             listing_price=listing,
             buyer_target=target,
+            unparseable=tuple(unparseable),
         )
 
 

@@ -1,13 +1,15 @@
-"""Robust parsers for LLM outputs: judge labels, rationality, deals and prices, BDI records.
+"""Parsers for LLM outputs: judge labels, rationality, deals and prices, BDI records.
 
-Every parser returns ``None`` (or reports missing fields) rather than guessing when the output
-is ambiguous: an unreadable vote is counted as failed by the caller, never silently read as a
-label.
+Every parser returns ``None`` (or reports missing fields) rather than guessing: judge answers
+(labels, RATIONAL/NOT_RATIONAL, deals) are read only from the exact answer format, and hedges,
+questions, echoes of the prompt and prose are unparseable. An unreadable vote is counted as
+failed by the caller, never silently read as a label.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -28,28 +30,91 @@ __all__ = [
     "parse_rationality",
 ]
 
-# -- helpers -----------------------------------------------------------------------------------
+# -- strict reading of answers -----------------------------------------------------------------
+#
+# A judge is asked for one label "and nothing else". Its answer is read only when it *is* in
+# that format; everything else is unparseable (``None``) and counted as a failed vote by the
+# caller. Accepted shapes (case, markdown, quotes and surrounding punctuation do not matter):
+#
+# 1. the whole answer is a label or one of its aliases (``**Agree.**``, ``"somewhat better"``);
+# 2. an answer-marker line followed by exactly one label and nothing but punctuation
+#    (``Answer: agree``, ``Label: agree``, ``Final answer: agree``, ``The final label is: agree``);
+# 3. the answer starts with a label followed by a separator (``.`` ``,`` ``;`` ``:`` ``!`` ``(``,
+#    `` - `` or a line break) and an explanation (``Agree. The persuadee said yes.``), the
+#    explanation naming no other label (negated mentions such as ``did not refuse`` aside).
+#
+# Rejected whatever else they contain: any question mark (questions, echoed questions), hedges
+# (``cannot tell``, ``unclear``, ``not sure``, ``maybe``, ``I don't know``, ``insufficient
+# information`` ...), echoes of the prompt's instructions (``Question:``, ``exactly one
+# label``, ``and nothing else`` ...), lists of options (``refused, neutral, positive or
+# agree``), answer-marker lines that hold anything but one label, and prose that merely
+# mentions a label (``I think the persuadee has decided to donate``).
 
-_MARKDOWN = re.compile(r"[*_`#>]+")
-_NEGATION_BEFORE = re.compile(r"(?:\bnot|\bnever|n't|\bnor|\bneither)\s+(?:\w+\s+)?$", re.I)
-_ALTERNATIVE = re.compile(r"\s*(?:or|/|and|vs\.?|versus)\b|\s*/", re.I)
-_ANSWER_MARKER = re.compile(
-    r"(?:final\s+)?(?:answer|label|response|verdict|judg(?:e)?ment|outcome|choice|decision)"
-    r"\s*(?:is|:|=|-)\s*",
-    re.I,
+_TRANSLATE = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-"})
+_MARKDOWN = re.compile(r"[*`#]+|^[ \t]*>+", re.M)
+_BULLET = re.compile(r"^[ \t]*(?:[-•]|\d{1,2}[.)])[ \t]+", re.M)
+_JOINED = re.compile(r"(?<=\w)[_-](?=\w)")
+_TOKEN = re.compile(r"[\w']+")
+_HEDGE = re.compile(
+    r"\b(?:cannot|can't|can not|could not|couldn't|unable to|impossible to|hard to|"
+    r"difficult to|no way to)\s+(?:really\s+|yet\s+)?(?:tell|determine|say|judge|decide|know|"
+    r"assess|evaluate|infer|be sure|be certain)\b"
+    r"|\b(?:cannot|can't|can not|could not|couldn't)\s+be\s+(?:determined|told|judged|known)\b"
+    r"|\bunclear\b|\bnot\s+(?:entirely\s+|completely\s+|quite\s+|really\s+)?(?:clear|sure|"
+    r"certain)\b|\bunsure\b|\b(?:it|that)\s+depends\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|"
+    r"\bprobably\b|\b(?:i|we)\s+(?:don't|do not|dont)\s+know\b|\bdunno\b|\bi\s+guess\b|"
+    r"\b(?:insufficient|not enough|inadequate)\s+(?:information|evidence|context|data|"
+    r"details?)\b"
 )
+_ECHO = re.compile(
+    r"\bquestion\s*:|\bchoose\s+(?:exactly\s+)?one\b|\bexactly\s+one\s+(?:label|response)\b|"
+    r"\band\s+nothing\s+else\b|\b(?:reply|respond|answer)\s+with\s+(?:exactly|one|that|the)\b|"
+    r"\bcopied\s+exactly\b|\breply\s+exactly\b|\bconversation\s+so\s+far\b|"
+    r"\blatest\s+exchange\b|</?\s*dialogue\s*>|^\s*echo\s*:|\[price\]"
+)
+_MARKER = re.compile(
+    r"^(?:the\s+|my\s+)?(?:final\s+)?(?:answer|label|verdict|judge?ment|response|output|"
+    r"classification|decision)\s*(?:is\s*[:=]?|[:=]|-)\s*(?P<rest>.*)$"
+)
+_NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bnor|\bneither|\bno|\bwithout)\s+(?:\w+\s+)?$")
+_LIST_GAP = re.compile(r"[\s,;/|&()\[\]\"']*(?:\b(?:or|and|nor|vs|versus)\b[\s,;/|&()\[\]\"']*)?")
+_ALTERNATIVE = re.compile(r"\s*(?:(?:or|nor|vs|versus)\b|/)")
+_SEPARATOR = r"[\"')\]]*(?:\s*[.,;:!(]|\s+-+\s*|\s*\n|\s*$)"
+_OPENERS = r"[\s\"'(\[]*"
+_TRIM = " \t\n.,;:!-'\"()[]{}"
 
 
-def _normalize(text: str) -> str:
-    """Lower-case, markdown stripped, underscores and hyphens as spaces, spaces collapsed."""
-    text = _MARKDOWN.sub(" ", text.replace("_", " "))
-    text = text.replace("’", "'").replace("-", " ")
-    return " ".join(text.lower().split())
+def _clean(text: str) -> str:
+    """Lower-case, markdown/bullets stripped, ``_``/``-`` inside words as spaces, lines kept."""
+    text = _MARKDOWN.sub(" ", text.translate(_TRANSLATE))
+    text = _BULLET.sub("", text)
+    text = _JOINED.sub(" ", text).replace("_", " ")
+    lines = (" ".join(line.split()) for line in text.lower().splitlines())
+    return "\n".join(line for line in lines if line)
 
 
-def _phrase_pattern(phrase: str) -> re.Pattern[str]:
-    words = re.findall(r"[\w']+", _normalize(phrase))
-    return re.compile(r"(?<![\w'])" + r"\W+".join(re.escape(w) for w in words) + r"(?![\w'])")
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Phrase:
+    label: str
+    tokens: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+
+def _phrases(options: Mapping[str, Sequence[str]]) -> list[_Phrase]:
+    """Each label's accepted phrases, longest first."""
+    out: dict[tuple[tuple[str, ...], str], _Phrase] = {}
+    for label, phrases in options.items():
+        for phrase in (label, *phrases):
+            tokens = _tokens(_clean(str(phrase)))
+            if tokens and (tokens, label) not in out:
+                body = r"[^\w\n]+".join(re.escape(t) for t in tokens)
+                pattern = re.compile(r"(?<![\w'])" + body + r"(?![\w'])")
+                out[(tokens, label)] = _Phrase(label, tokens, pattern)
+    return sorted(out.values(), key=lambda p: -len(p.tokens))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,112 +125,112 @@ class _Hit:
     negated: bool
 
 
-def _hits(text: str, options: Mapping[str, Sequence[str]]) -> list[_Hit]:
-    """Non-overlapping phrase matches (longest phrases first), in text order."""
-    candidates: list[tuple[int, int, str]] = []
-    for label, phrases in options.items():
-        for phrase in {label, *phrases}:
-            if not re.search(r"\w", phrase):
-                continue
-            for match in _phrase_pattern(phrase).finditer(text):
-                candidates.append((match.start(), match.end(), label))
-    candidates.sort(key=lambda c: (-(c[1] - c[0]), c[0]))
+def _hits(text: str, phrases: Sequence[_Phrase]) -> list[_Hit]:
+    """Non-overlapping phrase mentions (longest phrases first), in text order."""
     taken: list[tuple[int, int, str]] = []
-    for start, end, label in candidates:
-        if all(end <= s or start >= e for s, e, _ in taken):
-            taken.append((start, end, label))
+    for phrase in phrases:
+        for match in phrase.pattern.finditer(text):
+            start, end = match.span()
+            if all(end <= s or start >= e for s, e, _ in taken):
+                taken.append((start, end, phrase.label))
     taken.sort()
     return [
-        _Hit(label, start, end, bool(_NEGATION_BEFORE.search(text[max(0, start - 24) : start])))
+        _Hit(label, start, end, bool(_NEGATED.search(text[max(0, start - 24) : start])))
         for start, end, label in taken
     ]
+
+
+def _exact(text: str, phrases: Sequence[_Phrase]) -> set[str]:
+    """The labels whose phrase is the whole of ``text`` (punctuation aside)."""
+    tokens = _tokens(text)
+    return {p.label for p in phrases if p.tokens == tokens}
+
+
+def _read_label(text: str | None, options: Mapping[str, Sequence[str]]) -> str | None:
+    if not text or not text.strip() or "?" in text:
+        return None
+    clean = _clean(text)
+    phrases = _phrases(options)
+    whole = _exact(clean, phrases)
+    if whole:
+        return next(iter(whole)) if len(whole) == 1 else None
+    if _HEDGE.search(clean) or _ECHO.search(clean):
+        return None
+    hits = _hits(clean, phrases)
+    for a, b in itertools.pairwise(hits):
+        if a.label != b.label and _LIST_GAP.fullmatch(clean[a.end : b.start]):
+            return None  # an echo of the options
+    found: set[str] = set()
+    for line in clean.splitlines():
+        marker = _MARKER.match(line)
+        if marker is None:
+            continue
+        labels = _exact(marker.group("rest").strip(_TRIM), phrases)
+        if len(labels) != 1:
+            return None  # a marker line that is not exactly one label
+        found |= labels
+    for phrase in phrases:
+        lead = re.match(_OPENERS + phrase.pattern.pattern + _SEPARATOR, clean)
+        if lead is None:
+            continue
+        rest = clean[lead.end() :]
+        if _ALTERNATIVE.match(rest):
+            return None  # "agree / positive", "agree, or positive"
+        if any(h.label != phrase.label and not h.negated for h in _hits(rest, phrases)):
+            return None  # the explanation names another label
+        found.add(phrase.label)
+        break
+    return next(iter(found)) if len(found) == 1 else None
 
 
 # -- judge labels ------------------------------------------------------------------------------
 
 
 def parse_label(text: str | None, options: Mapping[str, Sequence[str]]) -> str | None:
-    """Reads one label from a judge's answer.
+    """Reads one label from a judge's answer given in the exact answer format, else ``None``.
 
-    Tolerates case, punctuation, markdown, surrounding words, ``_``/space/hyphen variants
-    (``somewhat better``) and answer sentences given as aliases (ESConv's "No, but the Patient
-    feels better"). Resolution order:
+    Accepted (case, markdown, quotes, surrounding punctuation and ``_``/space/hyphen variants
+    such as ``somewhat better`` do not matter):
 
-    1. the whole answer is a label or alias;
-    2. the first label after an answer marker (``Answer: agree``, ``final label is agree``);
-    3. a label at the very start of the answer (``Agree. The persuadee said yes``);
-    4. the only label mentioned (negated mentions such as ``did not agree`` are ignored).
+    1. the whole answer is a label or one of its aliases (ESConv's answer sentences, e.g.
+       ``No, but the Patient feels better``, are aliases);
+    2. an answer-marker line holding exactly one label and nothing but punctuation
+       (``Answer: agree``, ``Label: agree``, ``Final answer: agree``);
+    3. a label at the very start followed by a separator and an explanation that names no other
+       label (``Agree. The persuadee said yes.``, ``agree - because ...``).
 
-    Anything else (no label, or several different labels with no marker) is ``None``.
+    Never guesses: hedges (``I cannot tell whether ...``, ``unclear``, ``maybe``), questions
+    and echoed questions (any ``?``), echoes of the prompt's instructions, option lists
+    (``refused, neutral, positive or agree``), negated labels (``not agree``), conflicting
+    readings and prose that merely mentions a label (``I think they agreed``) are ``None``; the
+    caller counts the vote as failed.
 
     Args:
         text: The model's answer.
         options: Label → accepted phrases (aliases); the label itself is always accepted.
     """
-    if not text or not text.strip():
-        return None
-    norm = _normalize(text)
-    stripped = norm.strip(" .!,;:'\"()[]{}")
-    for label, phrases in options.items():
-        for phrase in (label, *phrases):
-            if stripped == _normalize(phrase).strip(" .!,;:'\"()"):
-                return label
-    hits = _hits(norm, options)
-    positive = [h for h in hits if not h.negated]
-    if not positive:
-        return None
-    for marker in _ANSWER_MARKER.finditer(norm):
-        after = [h for h in positive if h.start >= marker.end()]
-        if after and after[0].start - marker.end() <= 16:
-            return after[0].label
-    lead = len(norm) - len(norm.lstrip(" .,;:!'\"([{"))
-    if positive[0].start <= lead and not _ALTERNATIVE.match(norm[positive[0].end :]):
-        return positive[0].label  # "Agree. The persuadee said yes" — the leading label wins
-    labels = {h.label for h in positive}
-    return positive[0].label if len(labels) == 1 else None
+    return _read_label(text, options)
 
 
-_NOT_RATIONAL = re.compile(r"\bnot[\s_\-]*rational\b|\birrational\b|\bnon[\s_\-]*rational\b", re.I)
-_RATIONAL = re.compile(r"(?<![\w-])rational\b", re.I)
+_RATIONALITY = {
+    "NOT_RATIONAL": ("NOT_RATIONAL", "not rational", "irrational", "non rational", "nonrational"),
+    "RATIONAL": ("RATIONAL",),
+}
 
 
 def parse_rationality(text: str | None) -> int | None:
-    """Reads RATIONAL (+1) or NOT_RATIONAL (−1); ``None`` when absent or ambiguous.
+    """Reads RATIONAL (+1) or NOT_RATIONAL (−1) with :func:`parse_label`'s strictness.
 
-    ``NOT_RATIONAL`` contains ``RATIONAL``: negative forms (``NOT_RATIONAL``, ``not rational``,
-    ``irrational``) are matched first and masked before looking for ``RATIONAL``. When both
-    appear, the one the answer starts with (or that follows an answer marker) wins; otherwise
-    the answer is ambiguous.
+    ``not rational``, ``irrational`` and ``non-rational`` read as NOT_RATIONAL (``NOT_RATIONAL``
+    contains ``RATIONAL``: the longer phrase wins). Accepted: the whole answer, an answer-marker
+    line (``Answer: RATIONAL``) or a leading label with an explanation (``RATIONAL. The user
+    updated on a concrete reason.``). Hedges, questions, echoes (``RATIONAL or NOT_RATIONAL``)
+    and prose mentions are ``None``.
     """
-    if not text or not text.strip():
+    label = _read_label(text, _RATIONALITY)
+    if label is None:
         return None
-    clean = _MARKDOWN.sub(" ", text)
-    negatives = [m.start() for m in _NOT_RATIONAL.finditer(clean)]
-    masked = _NOT_RATIONAL.sub(lambda m: " " * len(m.group(0)), clean)
-    positives = [m.start() for m in _RATIONAL.finditer(masked)]
-    if negatives and not positives:
-        return -1
-    if positives and not negatives:
-        return 1
-    if not positives:
-        return None
-    for marker in _ANSWER_MARKER.finditer(clean):
-        end = marker.end()
-        next_neg = min((p for p in negatives if p >= end), default=None)
-        next_pos = min((p for p in positives if p >= end), default=None)
-        candidates = [(p, v) for p, v in ((next_neg, -1), (next_pos, 1)) if p is not None]
-        if candidates:
-            position, value = min(candidates)
-            if position - end <= 8:
-                return value
-    lead = len(clean) - len(clean.lstrip(" \t\n\"'([{.:"))
-    first = min(min(negatives), min(positives))
-    if first != lead:
-        return None
-    end = _NOT_RATIONAL.match(clean, first) or _RATIONAL.match(masked, first)
-    if end is not None and _ALTERNATIVE.match(clean[end.end() :]):
-        return None  # "RATIONAL or NOT_RATIONAL": an echo of the options
-    return -1 if first in negatives else 1
+    return -1 if label == "NOT_RATIONAL" else 1
 
 
 # -- deals and prices --------------------------------------------------------------------------
@@ -184,18 +249,6 @@ class DealVote:
     price: float | None = None
 
 
-_NO_DEAL = re.compile(
-    r"\bno[\s_\-]+deal\b|(?:\b(?:not|never|no longer|failed to|yet to)|n't)\b[^.;!?]{0,24}"
-    r"\b(?:reach|reached|make|made|come to|came to|agree|agreed|close|closed|strike|struck|"
-    r"finali[sz]e|finali[sz]ed)\b|\bwithout (?:a|any) deal\b|\bdeal (?:was|is) not\b",
-    re.I,
-)
-_DEAL = re.compile(
-    r"\b(?:reached|made|struck|closed|agreed (?:on|to|upon)|come to|came to|settled on|"
-    r"finali[sz]ed)\b[^.;!?]{0,20}\b(?:deal|agreement|price)\b|\bdeal (?:at|for|was reached|"
-    r"is reached|reached)\b|^\W*deal\b|\bagreed price\b",
-    re.I,
-)
 _MONEY = re.compile(
     r"(?P<cur>\$|USD\s?|US\$)?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?P<k>\s?[kK]\b)?(?P<unit>\s?(?:dollars?|bucks|usd)\b)?",
@@ -230,25 +283,90 @@ def parse_price(text: str, reference: float | None = None) -> float | None:
     return None
 
 
+_PRICE = (
+    r"(?:us\$|\$|usd ?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?: ?k\b)?"
+    r"(?: ?(?:dollars?|bucks|usd)\b)?"
+)
+_NO_DEAL_ANSWER = (
+    r"(?:(?:they|the buyer and (?:the )?seller)\s+)?(?:(?:have|has)\s+not|haven't|hasn't)\s+"
+    r"(?:yet\s+)?reached\s+(?:a|any)\s+deal(?:\s+yet)?"
+    r"|(?:(?:they|the buyer and (?:the )?seller)\s+)?(?:did\s+not|didn't)\s+reach\s+(?:a|any)\s+"
+    r"deal|no\s+deal(?:\s+(?:was|has\s+been)\s+reached)?(?:\s+yet)?"
+)
+_DEAL_ANSWER = (
+    r"(?:(?:(?:they|the buyer and (?:the )?seller)\s+)?(?:have\s+)?reached\s+a\s+deal|deal"
+    r"(?:\s+(?:was|has\s+been)\s+reached)?)(?:\s+(?:at|for)\s+(?P<price>" + _PRICE + r"))?"
+)
+_DEAL_FORMS = re.compile(r"(?P<no>" + _NO_DEAL_ANSWER + r")|(?P<yes>" + _DEAL_ANSWER + r")")
+_DEAL_STATED = re.compile(
+    r"\b(?:reached|made|struck|closed)\s+(?:a|the|an)\s+(?:deal|agreement)\b|\bdeal\s+"
+    r"(?:at|for|was reached|is reached)\b|\bagreed\s+(?:on|to|upon)\s+(?:a|the)\s+price\b"
+)
+_NO_DEAL_STATED = re.compile(
+    r"\bno\s+deal\b|(?:\b(?:not|never|no longer|failed to|yet to)|n't)\s+(?:\w+\s+){0,2}"
+    r"(?:reach|reached|make|made|strike|struck|close|closed)\s+(?:a|any|the|an)\s+"
+    r"(?:deal|agreement)\b"
+)
+
+
+def _deal_statement(text: str, reference: float | None) -> DealVote | None:
+    """``text`` as exactly one deal/no-deal answer (punctuation aside), else ``None``."""
+    match = _DEAL_FORMS.fullmatch(text.strip(_TRIM))
+    if match is None:
+        return None
+    if match.group("no"):
+        return DealVote(False, None)
+    price = match.group("price")
+    return DealVote(True, parse_price(price, reference) if price else None)
+
+
 def parse_deal(text: str | None, reference: float | None = None) -> DealVote | None:
     """Reads "They have reached a deal at [price]" / "They have not reached a deal".
 
-    No-deal phrasings are matched first (``not reached a deal`` contains ``reached a deal``).
-    A deal answer without a readable price gives ``DealVote(True, None)``; an answer that is
-    neither gives ``None``.
+    Accepted with :func:`parse_label`'s strictness: the whole answer is one of the two
+    sentences (short forms ``Deal at $250``, ``No deal``, ``They haven't reached a deal yet``
+    too); or an answer-marker line holds exactly one; or the answer starts with one, followed by
+    a separator and an explanation that does not state the opposite. A deal answer without a
+    readable price gives ``DealVote(True, None)``. Hedges, questions, echoes of the prompt (the
+    template ``[price]``, both sentences), option lists and prose (``the buyer agreed on a price
+    of $300``) are ``None``.
 
     Args:
         text: The judge's answer.
         reference: The listing price (helps read the scale of bare numbers).
     """
-    if not text or not text.strip():
+    if not text or not text.strip() or "?" in text:
         return None
-    clean = _MARKDOWN.sub(" ", text.replace("_", " ")).strip()
-    if _NO_DEAL.search(clean):
-        return DealVote(False, None)
-    if _DEAL.search(clean):
-        return DealVote(True, parse_price(clean, reference))
-    return None
+    clean = _clean(text)
+    whole = _deal_statement(clean, reference)
+    if whole is not None:
+        return whole
+    if _HEDGE.search(clean) or _ECHO.search(clean):
+        return None
+    votes: list[DealVote] = []
+    for line in clean.splitlines():
+        marker = _MARKER.match(line)
+        if marker is None:
+            continue
+        vote = _deal_statement(marker.group("rest"), reference)
+        if vote is None:
+            return None  # a marker line that is not exactly one answer
+        votes.append(vote)
+    lead = re.match(_OPENERS + r"(?:" + _DEAL_FORMS.pattern + r")" + _SEPARATOR, clean)
+    if lead is not None:
+        rest = clean[lead.end() :]
+        vote = _deal_statement(clean[: lead.end()], reference)
+        if vote is None or _ALTERNATIVE.match(rest):
+            return None
+        said_no = _NO_DEAL_STATED.search(rest) is not None
+        said_yes = _DEAL_STATED.search(_NO_DEAL_STATED.sub(" ", rest)) is not None
+        if (vote.deal and said_no) or (not vote.deal and said_yes):
+            return None  # the explanation states the opposite
+        votes.append(vote)
+    if not votes or any(v.deal != votes[0].deal for v in votes):
+        return None
+    prices = {v.price for v in votes if v.deal}
+    return votes[0] if len(prices) <= 1 else None
 
 
 # -- BDI records -------------------------------------------------------------------------------

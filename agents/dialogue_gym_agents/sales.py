@@ -35,6 +35,10 @@ LINES: dict[str, dict[str, Any]] = {
             "That's fair. Can I ask what's holding you back? I'd rather answer your real "
             "question than guess."
         ),
+        "open_question": (
+            "Before I say more, what would worry you most about running a promotion like "
+            "this in your restaurant?"
+        ),
         "asks": (
             "Would you like to join the Weekend Boost for the two trial weekends, on the dishes "
             "you pick?",
@@ -57,6 +61,9 @@ LINES: dict[str, dict[str, Any]] = {
         "why_not": (
             "Understood. Can I ask what's holding you back? I'd rather answer your actual "
             "question than guess."
+        ),
+        "open_question": (
+            "Before I say more, what would put you off doing a block in Northgate this week?"
         ),
         "asks": (
             "Would you like to take the Northgate bonus for one block this week, on the day that "
@@ -354,10 +361,17 @@ class ScriptedSalesAgent:
         asked_last, self._asked_last = self._asked_last, False
         if self._turn == 1:
             return self.lines["opening"]
-        if self._pending:
-            return self._answer(self._pending.pop(0))
+        last_exchange = observation.get("exchange", self._turn - 1) >= self.card.max_exchanges - 1
+        if last_exchange and not asked_last:
+            return self._ask()  # the last chance to ask; an unanswered point is lost anyway
         if self._turn == 2:
             return self.lines["probe"]
+        if self._turn == 3 and not (set(raised) - set(self._answered)):
+            # The pitch drew out nothing of their own: ask for their real worry before
+            # answering guesses (a reply that sounds like a concern may only be an echo).
+            return self.lines["open_question"]
+        if self._pending:
+            return self._answer(self._pending.pop(0))
         if asked_last and stance == "refused":
             return self.lines["why_not"]
         if stance in ("positive", "agree") and not asked_last:

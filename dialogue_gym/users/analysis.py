@@ -9,6 +9,7 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.text import text_view
 
 _QUESTION_WORDS = re.compile(
     r"^\s*(what|how|why|do|does|did|have|has|are|is|would|could|can|will)\b", re.I
@@ -27,9 +28,13 @@ class Perception:
         question: It asks the user something.
         greeting: It greets or builds rapport.
         pressure_cue: It uses pressure/guilt wording.
-        unlock: Per concern id, the addressing score (max prototype similarity + cue bonus).
+        unlock: Per concern id, the addressing score: similarity to the concern's meaning
+            (the centroid of its description and unlock prototypes, or with
+            ``scoring="max"`` the best single prototype) plus the cue bonus.
         anti: Per concern id, the anti-pattern score.
         domain: Max similarity to the task's on-topic prototypes.
+        words: Number of words in the perceived view of the turn.
+        view: The normalized text the encoder, the cues and the price parser all read.
     """
 
     embedding: np.ndarray
@@ -42,6 +47,8 @@ class Perception:
     unlock: dict[str, float]
     anti: dict[str, float]
     domain: float
+    words: int = 0
+    view: str = ""
 
 
 class UtteranceAnalyzer:
@@ -49,7 +56,17 @@ class UtteranceAnalyzer:
 
     All prototype sentences (concern unlocks, anti-patterns, on-topic domain sentences) are
     encoded once into one matrix, so perceiving an utterance is one encoding plus one
-    matrix-vector product.
+    matrix-vector product. Every signal (embedding, cues, word count) is read from one view of
+    the turn: :func:`dialogue_gym.text.text_view` (NFKC, invisible characters removed, cut to
+    the span the encoder sees), so a trick that hides words from one reader hides them from all.
+
+    How a turn addresses a concern is scored against the concern's *meaning* with
+    ``scoring="centroid"`` (what :class:`~dialogue_gym.users.cognitive.CognitiveUser` uses): the
+    similarity to the normalized mean of the embeddings of its
+    description and unlock prototypes. Copying one of the card's unlock sentences then scores
+    like a good paraphrase, not like a perfect match (the cards ship with the package: their
+    wording must not be an answer key). ``scoring="max"`` (the default) keeps the best single
+    prototype.
 
     Args:
         card: The task card.
@@ -57,6 +74,10 @@ class UtteranceAnalyzer:
         cue_bonus: Score added when a concern's regex cues match.
         off_topic_threshold: Similarity to the task (domain and concern prototypes) below
             which a turn without task cues is off-topic.
+        scoring: ``"centroid"`` or ``"max"`` (see above).
+
+    Raises:
+        ValueError: Unknown ``scoring``.
     """
 
     def __init__(
@@ -65,11 +86,15 @@ class UtteranceAnalyzer:
         encoder: Encoder,
         cue_bonus: float = 0.15,
         off_topic_threshold: float = 0.25,
+        scoring: str = "max",
     ) -> None:
+        if scoring not in ("centroid", "max"):
+            raise ValueError(f"scoring must be 'centroid' or 'max', got {scoring!r}")
         self.card = card
         self.encoder = encoder
         self.cue_bonus = cue_bonus
         self.off_topic_threshold = off_topic_threshold
+        self.scoring = scoring
         texts: list[str] = []
         self._slices: dict[tuple[str, str], slice] = {}
         for concern in card.concerns:
@@ -78,7 +103,18 @@ class UtteranceAnalyzer:
                 texts.extend(protos)
         self._slices[("domain", "")] = slice(len(texts), len(texts) + len(card.domain))
         texts.extend(card.domain)
-        self._protos = np.asarray(encoder.encode(texts), dtype=np.float32)
+        described = [c.description for c in card.concerns if c.description]
+        encoded = np.asarray(encoder.encode(texts + described), dtype=np.float32)
+        self._protos = encoded[: len(texts)]
+        descriptions = iter(encoded[len(texts) :])
+        centroids = []
+        for concern in card.concerns:
+            rows = [self._protos[self._slices[("unlock", concern.id)]]]
+            if concern.description:
+                rows.append(next(descriptions)[None, :])
+            mean = np.concatenate(rows).mean(axis=0)
+            centroids.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+        self._centroids = np.asarray(centroids, dtype=np.float32).reshape(len(card.concerns), -1)
         # Every strategy template of the card is on-topic by construction, so the threshold
         # never exceeds 90% of the least relevant template's relevance (templates that are
         # on-topic through lexical cues alone, like greetings, do not count). This keeps crude
@@ -100,36 +136,61 @@ class UtteranceAnalyzer:
     def _cue(self, name: str, text: str) -> bool:
         return any(p.search(text) for p in self.card.cues.get(name, ()))
 
+    def view(self, text: str) -> str:
+        """The normalized span of ``text`` that every reader of a turn sees."""
+        return text_view(text, self.encoder)
+
     def perceive(self, text: str, embedding: np.ndarray | None = None) -> Perception:
-        """Returns the :class:`Perception` of ``text`` (pass ``embedding`` if already known)."""
-        stripped = text.strip()
-        if not re.search(r"\w", stripped):
+        """Returns the :class:`Perception` of ``text`` (pass ``embedding`` if already known).
+
+        ``embedding`` must be the embedding of :meth:`view` of ``text``.
+        """
+        view = self.view(text)
+        if not re.search(r"\w", view):
             zero = np.zeros(self.encoder.dim, dtype=np.float32)
             scores = {c.id: 0.0 for c in self.card.concerns}
-            return Perception(zero, True, False, False, False, False, False, scores, scores, 0.0)
+            return Perception(
+                zero, True, False, False, False, False, False, scores, dict(scores), 0.0, 0, view
+            )
         if embedding is None:
-            embedding = np.asarray(self.encoder.encode([stripped])[0], dtype=np.float32)
+            embedding = np.asarray(self.encoder.encode([view])[0], dtype=np.float32)
         sims = self._protos @ embedding
+        meaning = self._centroids @ embedding
         unlock: dict[str, float] = {}
         anti: dict[str, float] = {}
-        for concern in self.card.concerns:
-            u = float(sims[self._slices[("unlock", concern.id)]].max())
+        for index, concern in enumerate(self.card.concerns):
+            if self.scoring == "centroid":
+                u = float(meaning[index])
+            else:
+                u = float(sims[self._slices[("unlock", concern.id)]].max())
             a = float(sims[self._slices[("anti", concern.id)]].max())
-            if any(p.search(stripped) for p in concern.unlock_cues):
+            if any(p.search(view) for p in concern.unlock_cues):
                 u += self.cue_bonus
-            if any(p.search(stripped) for p in concern.anti_cues):
+            if any(p.search(view) for p in concern.anti_cues):
                 a += self.cue_bonus
             unlock[concern.id] = u
             anti[concern.id] = a
         domain = float(sims[self._slices[("domain", "")]].max())
-        ask = self._cue("ask", stripped)
-        question = "?" in stripped or bool(_QUESTION_WORDS.match(stripped))
-        question = question or self._cue("question", stripped)
-        greeting = self._cue("greeting", stripped)
-        pressure = self._cue("pressure", stripped)
+        ask = self._cue("ask", view)
+        question = "?" in view or bool(_QUESTION_WORDS.match(view))
+        question = question or self._cue("question", view)
+        greeting = self._cue("greeting", view)
+        pressure = self._cue("pressure", view)
         lexical = ask or greeting or pressure
         # On-topic means close to the task's domain sentences or to any concern prototype.
         off_topic = float(sims.max()) < self.off_topic_threshold and not lexical
+        words = len(re.findall(r"\w+", view))
         return Perception(
-            embedding, False, off_topic, ask, question, greeting, pressure, unlock, anti, domain
+            embedding,
+            False,
+            off_topic,
+            ask,
+            question,
+            greeting,
+            pressure,
+            unlock,
+            anti,
+            domain,
+            words,
+            view,
         )

@@ -65,6 +65,16 @@ class UserPreset:
         offtopic_penalty: Affect lost to off-topic turns.
         empty_penalty: Affect lost to empty turns.
         anti_penalty: Affect lost to an anti-pattern.
+        proactive_credit: Share of a turn's credit that a concern the user has not voiced
+            earns (proactivity is rewarded, blind topic-covering is not: a voiced concern, or
+            one the user confirmed when probed, earns the full share).
+        topic_margin: Concerns scoring within this margin of a turn's best concern count as
+            touched by the turn; the turn's one unit of credit is split between them.
+        multi_topic_penalty: Affect lost per concern touched beyond the first (stuffing).
+        long_turn_words: Turns longer than this many words cost affect.
+        long_turn_penalty: Affect lost per ``long_turn_words`` words beyond the first block.
+        situation_margin: A situational concern is met only by a turn closer to this user's
+            own situation than to any other persona's situation by this margin.
     """
 
     name: str
@@ -84,6 +94,12 @@ class UserPreset:
     offtopic_penalty: float = 0.05
     empty_penalty: float = 0.05
     anti_penalty: float = 0.08
+    proactive_credit: float = 0.5
+    topic_margin: float = 0.05
+    multi_topic_penalty: float = 0.03
+    long_turn_words: int = 60
+    long_turn_penalty: float = 0.04
+    situation_margin: float = 0.05
 
 
 HARD = UserPreset(
@@ -160,14 +176,14 @@ def calibrated(
 class _ConcernState:
     strength: float
     needed: int
-    progress: int = 0
+    progress: float = 0.0  # addressing turns' credit (a fraction when shared or proactive)
     voiced: bool = False
 
     @property
     def status(self) -> str:
-        if self.progress >= self.needed:
+        if self.progress >= self.needed - 1e-9:
             return RESOLVED
-        return PARTIAL if self.progress > 0 else UNRESOLVED
+        return PARTIAL if self.progress > 1e-9 else UNRESOLVED
 
 
 class CognitiveUser:
@@ -191,7 +207,7 @@ class CognitiveUser:
             preset = card_preset(card, preset)
         self.card = card
         self.preset = preset
-        self.analyzer = UtteranceAnalyzer(card, encoder)
+        self.analyzer = UtteranceAnalyzer(card, encoder, scoring="centroid")
         self.personas = personas if personas is not None else persona_bank(card)
         if not self.personas:
             raise ValueError("the persona pool is empty")
@@ -219,11 +235,18 @@ class CognitiveUser:
         self.past_embeddings: list[np.ndarray] = []
         self.used: set[str] = set()
         self.reasons_total = 0
-        # Situational concerns are addressed by talking about this persona's own situation.
+        # Whether the user has told the system anything about itself yet (a concern, its
+        # situation): before that nothing the system says can be a response to this user.
+        self.disclosed = False
+        # Situational concerns are met by talking about this persona's own situation, measured
+        # against the other situations the card's personas can have (contrastive).
         self._situation: np.ndarray | None = None
+        self._other_situations = np.zeros((0, 0), dtype=np.float32)
         situation = persona.facts.get("situation")
         if situation and any(self.card.concern(c).situational is not None for c in self.concerns):
-            self._situation = np.asarray(self.analyzer.encoder.encode([situation])[0])
+            others = [s for s in self.card.personas.slots.get("situation", ()) if s != situation]
+            encoded = np.asarray(self.analyzer.encoder.encode([situation, *others]))
+            self._situation, self._other_situations = encoded[0], encoded[1:]
         self._state = self._compose_bdi()
 
     def reset(self, rng: np.random.Generator) -> BDI:
@@ -257,6 +280,12 @@ class CognitiveUser:
             return 1.0
         return sum(c.status == RESOLVED for c in self.concerns.values()) / len(self.concerns)
 
+    def _helped(self) -> bool:
+        """The user has disclosed something and one of its needs is met (or it has none)."""
+        if not self.disclosed:
+            return False
+        return not self.concerns or any(c.status == RESOLVED for c in self.concerns.values())
+
     def _blocking(self) -> list[str]:
         return [
             cid
@@ -287,15 +316,32 @@ class CognitiveUser:
 
     # -- dynamics ------------------------------------------------------------------------------
 
+    def _situational_score(self, p: Perception) -> float:
+        """How specifically a turn speaks to this user's own situation (0 when it does not).
+
+        The similarity to the user's situation counts only when it beats the closest other
+        situation of the card by ``situation_margin`` and the user has told its story:
+        reciting someone else's story, or a line that fits every story, meets nothing.
+        """
+        if self._situation is None or not self.disclosed:
+            return 0.0
+        own = float(self._situation @ p.embedding)
+        other = float((self._other_situations @ p.embedding).max(initial=-1.0))
+        return own if own - other >= self.preset.situation_margin else 0.0
+
     def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
         """Applies one system utterance to the state; returns what moved."""
         p = self.analyzer.perceive(text)
-        if self._situation is not None and not p.empty:
-            similarity = float(self._situation @ p.embedding)
-            for cid in self.concerns:
+        if not p.empty:
+            specific = None
+            for cid in p.unlock:
                 bonus = self.card.concern(cid).situational
                 if bonus is not None:
-                    p.unlock[cid] = max(p.unlock[cid], similarity + bonus)
+                    # Situational concerns are met only by this user's story (the card's
+                    # prototypes tell other people's stories).
+                    if specific is None:
+                        specific = self._situational_score(p)
+                    p.unlock[cid] = specific + bonus if specific > 0 else 0.0
         preset = self.preset
         events: list[str] = []
         repetition = False
@@ -326,24 +372,14 @@ class CognitiveUser:
             self.affect += preset.rapport_gain
             self.mood += 0.1
             events.append("rapport")
-        reasoned = False
-        for cid, c in self.concerns.items():
-            addressed = p.unlock[cid] >= preset.unlock_threshold and p.unlock[cid] >= p.anti[cid]
-            if addressed and not repetition and c.status != RESOLVED:
-                blocked_by_pressure = cid == "pressure" and pressure
-                if not blocked_by_pressure:
-                    c.progress += 1
-                    reasoned = True
-                    events.append(f"addressed:{cid}")
-                    if not c.voiced:
-                        events.append(f"proactive:{cid}")
-            elif p.anti[cid] >= preset.anti_threshold and p.anti[cid] > p.unlock[cid]:
-                c.progress = max(0, c.progress - 1)
-                self.affect -= preset.anti_penalty
-                self.mood -= 0.1
-                events.append(f"anti:{cid}")
+        if p.words > preset.long_turn_words:
+            blocks = min(3.0, p.words / preset.long_turn_words - 1.0)
+            self.affect -= preset.long_turn_penalty * blocks
+            events.append("long_turn")
+        reasoned = self._credit(p, events, repetition, pressure)
         if pressure and "pressure" in self.concerns:
-            self.concerns["pressure"].progress = max(0, self.concerns["pressure"].progress - 1)
+            c = self.concerns["pressure"]
+            c.progress = max(0.0, c.progress - 1.0)
         self.affect = float(np.clip(self.affect, -0.6, 0.2))
         self.mood = float(np.clip(self.mood, -1.0, 1.0))
         if reasoned:
@@ -351,6 +387,59 @@ class CognitiveUser:
             self.mood = min(1.0, self.mood + 0.05)
         self.drift += preset.drift
         return p, events, repetition, reasoned
+
+    def _credit(self, p: Perception, events: list[str], repetition: bool, pressure: bool) -> bool:
+        """Credits the concerns a turn addresses; returns whether it gave this user a reason.
+
+        A turn has one unit of credit. It goes to the topic of the card's concern library the
+        turn is closest to in meaning, split evenly when several topics score within
+        ``topic_margin`` of the best (covering topics blindly dilutes every one of them and
+        costs affect). A concern this user has voiced takes the full share; one it holds but
+        has not voiced takes ``proactive_credit`` of it; a concern it does not hold takes
+        nothing. Situational concerns are one topic — this user's story — whose share goes to
+        the strongest of them still unmet; once the user has told its story they count as
+        voiced.
+        """
+        preset = self.preset
+        touched = [
+            cid
+            for cid, score in p.unlock.items()
+            if score >= preset.unlock_threshold and score >= p.anti[cid]
+        ]
+        if touched:
+            best = max(p.unlock[cid] for cid in touched)
+            touched = [cid for cid in touched if p.unlock[cid] >= best - preset.topic_margin]
+        situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
+        topics = [cid for cid in touched if cid not in situational]
+        if situational:
+            held = [cid for cid in self.concerns if cid in situational]
+            unmet = [cid for cid in held if self.concerns[cid].status != RESOLVED]
+            topics.append((unmet or held or situational)[0])
+        if len(topics) > 1:
+            self.affect -= preset.multi_topic_penalty * (len(topics) - 1)
+            events.append("multi_topic")
+        share = 1.0 / len(topics) if topics else 0.0
+        reasoned = False
+        for cid, c in self.concerns.items():
+            if cid in topics and not repetition and c.status != RESOLVED:
+                if cid == "pressure" and pressure:
+                    continue
+                voiced = c.voiced or (cid in situational and self.disclosed)
+                c.progress += share * (1.0 if voiced else preset.proactive_credit)
+                reasoned = True
+                events.append(f"addressed:{cid}")
+                if not voiced:
+                    events.append(f"proactive:{cid}")
+            elif (
+                cid not in touched
+                and p.anti[cid] >= preset.anti_threshold
+                and p.anti[cid] > p.unlock[cid]
+            ):
+                c.progress = max(0.0, c.progress - 1.0)
+                self.affect -= preset.anti_penalty
+                self.mood -= 0.1
+                events.append(f"anti:{cid}")
+        return reasoned
 
     def _decide(self, p: Perception, reasoned: bool, hurt: bool) -> tuple[str, bool]:
         """The decision rule; returns (stance, justified).
@@ -368,6 +457,8 @@ class CognitiveUser:
         if deciding:
             self.asks += int(p.ask)
             ready = w >= preset.accept_threshold and (not blocking or not preset.require_resolved)
+            if self.card.decision_trigger == "any" and not self._helped():
+                ready = False  # nothing has been said to this user yet that could help it
             if ready:
                 # Justified only when no blocking concern is left and the willingness was
                 # earned by reasons, not by the soft drift.
@@ -389,6 +480,11 @@ class CognitiveUser:
             stance = "refused"
         else:
             stance = "positive" if w >= 0.45 else "neutral"
+        if stance == "positive" and self._blocking() and not self._helped():
+            # Leaning towards the goal (ESConv's "somewhat better") is a response to being
+            # helped: before the user has said anything, or while none of its needs is met, a
+            # reasoned turn leaves it neutral.
+            stance = "neutral"
         # Warming up from neutral to open is not a concession; swinging from a refusal to
         # leaning towards giving without any reason is.
         swing = previous == "refused" and _RANK[stance] >= _RANK["positive"]
@@ -404,6 +500,7 @@ class CognitiveUser:
 
     def _voice(self, cid: str) -> str:
         self.concerns[cid].voiced = True
+        self.disclosed = True
         return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
@@ -416,6 +513,8 @@ class CognitiveUser:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
         values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
         values.update(self.persona.facts)
+        if "{situation}" in template:
+            self.disclosed = True  # the user has told its story
         return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
     def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
@@ -595,6 +694,8 @@ class CognitiveUser:
         rational, justified = self._decide(p, reasoned, hurt)
         stated = _stated_stance(user_text, self.card)
         self.decision = stated
+        if re.search(r"\w", user_text):
+            self.disclosed = True
         self._state = self._compose_bdi()
         events = [*events, "external_reply"]
         return UserTurn(user_text, stated, self._state, justified, tuple(events), rational)

@@ -128,7 +128,8 @@ class SuccessJudgeSpec:
 
     Attributes:
         labels: Label → reward.
-        threshold: Success when the mean reward reaches it (rule ``"mean"``).
+        threshold: Success when the mean reward reaches it (rule ``"mean"``); for the deal
+            judges (``kind = "deal"``), the buyer-normalized utility a deal must reach.
         n: Number of sampled judgments (votes).
         question: The judge's question (for LLM judges and people).
         kind: Embedded judge implementation: ``"state"`` (reads the user's stance) or
@@ -138,6 +139,11 @@ class SuccessJudgeSpec:
         success_label: The label required by rule ``"label"``.
         decision_labels: Maps the simulator's stances (refused / neutral / positive / agree)
             onto this task's labels (identity when the task uses the stances as labels).
+        inclusive: Whether a value exactly *at* ``threshold`` passes (``value >= threshold``,
+            the default and the papers' convention) or only one above it (``value >
+            threshold``). Card field ``judge.success.inclusive`` (optional, default ``true``);
+            the shipped CB card sets ``false``, so a deal at the listing price (utility 0) is
+            not a success. Read through :meth:`passes`.
     """
 
     labels: Mapping[str, float]
@@ -148,6 +154,13 @@ class SuccessJudgeSpec:
     rule: str = "mean"
     success_label: str | None = None
     decision_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    inclusive: bool = True
+
+    def passes(self, value: float, eps: float = 1e-9) -> bool:
+        """Whether ``value`` meets the threshold (``>=`` when inclusive, else ``>``)."""
+        if self.inclusive:
+            return value >= self.threshold - eps
+        return value > self.threshold + eps
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # identity hash: cards key per-card caches
@@ -308,6 +321,9 @@ def _success_judge(judge: Mapping[str, Any]) -> SuccessJudgeSpec:
         raise CardError(
             f"judge.success.decision_labels must map {stances} onto the labels {sorted(labels)}"
         )
+    inclusive = judge.get("inclusive", True)
+    if not isinstance(inclusive, bool):
+        raise CardError(f"judge.success.inclusive must be true or false, got {inclusive!r}")
     return SuccessJudgeSpec(
         labels=labels,
         threshold=float(judge.get("threshold", 0.5)),
@@ -317,6 +333,7 @@ def _success_judge(judge: Mapping[str, Any]) -> SuccessJudgeSpec:
         rule=rule,
         success_label=success_label,
         decision_labels=mapping,
+        inclusive=inclusive,
     )
 
 

@@ -248,8 +248,12 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     for agent, tasks in result.worst_case().items():
         for task, worst in tasks.items():
             (sr_env, sr), (rc_env, rc) = worst["sr"], worst["rcsr"]
+            sl_text = ""
+            if "sl" in worst:
+                sl_env, sl = worst["sl"]
+                sl_text = f", SL {sl:.2f} ({sl_env})"
             print(
-                f"worst case over {task} users, {agent}: SR {sr:.2f} ({sr_env}), "
+                f"worst case over {task} users, {agent}: SR {sr:.2f} ({sr_env}){sl_text}, "
                 f"RCSR {rc:.2f} ({rc_env})",
                 file=out,
             )
@@ -258,6 +262,12 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         f"RCSR uses tau_q={metrics.TAU_Q}.",
         file=out,
     )
+    if any("sl" in row for row in result.summaries):
+        print(
+            "SL: sale-to-list ratio (p_deal - p_listing) / (p_buyer_target - p_listing), 0 "
+            "without a deal; negotiation agents are ranked by it.",
+            file=out,
+        )
     print(f"Episodes: {run_dir / EPISODES_FILE}", file=out)
     print(f"Summary:  {run_dir / SUMMARY_FILE}", file=out)
     return 0

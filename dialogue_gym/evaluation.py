@@ -13,6 +13,10 @@ Results on disk (``out``):
 * ``summary.json`` — per (agent, env id) the :func:`dialogue_gym.metrics.summarize` row plus a
   ``config`` stamp (resolved env spec, its hash, package version, encoder, T, τ_q, seeds, time).
 
+On negotiation tasks (a deal judge: CraigslistBargain) every record carries ``sl``, the
+sale-to-list ratio of its deal (0 without one), and the summaries and table report the mean SL
+with its CI next to SR; the table ranks those agents by SL (:func:`metrics.rank_rows`).
+
 An agent that raises (or whose action the env rejects with ``TypeError``/``ValueError``) is
 recorded as an *errored* episode with its partial transcript; the evaluation continues and the
 metrics leave errored episodes out of every rate.
@@ -92,16 +96,22 @@ class EvalResult:
     out: Path | None = None
 
     def table(self, columns: Sequence[str] | None = None) -> str:
-        """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`)."""
-        return metrics.format_table(self.summaries, columns)
+        """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`).
+
+        Rows in leaderboard order (:func:`metrics.rank_rows`): the agents of a negotiation
+        env id (CB) ranked by mean SL, which the table shows next to SR.
+        """
+        return metrics.format_table(metrics.rank_rows(self.summaries), columns)
 
     def worst_case(self) -> dict[str, dict[str, dict[str, tuple[str, float]]]]:
         """Per agent and task evaluated with several user types: the worst SR@T and RCSR@T.
 
         The task of an env id is the part before its user type (``P4G`` of ``P4G-hard-v0``).
+        Negotiation tasks (records carrying ``sl``) also get the worst mean SL (``"sl"``).
 
         Returns:
-            ``{agent: {task: {"sr": (env_id, value), "rcsr": (env_id, value)}}}``.
+            ``{agent: {task: {"sr": (env_id, value), "rcsr": (env_id, value)}}}``, plus
+            ``"sl": (env_id, value)`` for negotiation tasks.
         """
         out: dict[str, dict[str, dict[str, tuple[str, float]]]] = {}
         groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
@@ -117,6 +127,8 @@ class EvalResult:
                 "sr": metrics.worst_case(by_env, partial(metrics.success_rate, T=horizon)),
                 "rcsr": metrics.worst_case(by_env, partial(metrics.rcsr, T=horizon)),
             }
+            if any(metrics.episode_sl(r) is not None for g in by_env.values() for r in g):
+                out[agent][task]["sl"] = metrics.worst_case(by_env, metrics.sale_to_list)
         return out
 
 
@@ -163,12 +175,13 @@ def _check_seeds(seed: Any, seeds: Sequence[int] | None, episodes: int) -> list[
 def _per_seed(
     records: Sequence[Mapping[str, Any]], seeds: Sequence[int], config: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
-    """SR, AT and RCSR of each base seed's block (the spread between evaluation seeds)."""
+    """SR, AT and RCSR (and SL on negotiation tasks) of each base seed's block."""
     out = []
     for base in seeds:
         block = [r for r in records if r["seed"] - r["episode"] == base]
         row = metrics.summarize(block, T=config["T"], tau_q=config["tau_q"])
-        out.append({"seed": base, **{k: row[k] for k in ("n", "n_errored", "sr", "at", "rcsr")}})
+        keys = ("n", "n_errored", "sr", "sl", "at", "rcsr")
+        out.append({"seed": base, **{k: row[k] for k in keys if k in row}})
     return out
 
 
@@ -420,6 +433,11 @@ class _Episode:
                 user = next(complete, None) or user
             record["events"].append([*user, *(f"fallback:{f}" for f in step.get("fallbacks", ()))])
         record.update(revealed)
+        # Negotiation (a deal judge puts ``utility`` into every exchange's infos): the
+        # sale-to-list ratio of the episode's deal, 0 without one (metrics.sl_from_steps).
+        sl = metrics.sl_from_steps(steps)
+        if sl is not None:
+            record["sl"] = sl
         if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
             try:
                 record["agent_info"] = self.agent.episode_info()
@@ -614,6 +632,7 @@ class _Tally:
     errored: int = 0
     successes: int = 0
     rc_successes: int = 0
+    sl_total: float | None = None  # negotiation tasks only
 
     def add(self, record: Mapping[str, Any]) -> None:
         if record.get("errored"):
@@ -622,15 +641,19 @@ class _Tally:
         self.n += 1
         self.successes += metrics.success_within(record, self.T)
         self.rc_successes += metrics.rc_success_within(record, self.T)
+        sl = metrics.episode_sl(record)
+        if sl is not None:
+            self.sl_total = (self.sl_total or 0.0) + sl
 
     def postfix(self) -> dict[str, str]:
         if not self.n:
             return {"SR": "n/a", "RCSR": "n/a", "err": str(self.errored)}
-        return {
-            "SR": f"{self.successes / self.n:.2f}",
-            "RCSR": f"{self.rc_successes / self.n:.2f}",
-            "err": str(self.errored),
-        }
+        out = {"SR": f"{self.successes / self.n:.2f}"}
+        if self.sl_total is not None:
+            out["SL"] = f"{self.sl_total / self.n:.2f}"
+        out["RCSR"] = f"{self.rc_successes / self.n:.2f}"
+        out["err"] = str(self.errored)
+        return out
 
 
 def evaluate(

@@ -18,6 +18,8 @@ objects with attributes are *not* supported). The keys used are:
   **excluded from every rate** and only counted separately (``n_errored``).
 * Optional: ``T``, ``episode``, ``seed``, ``env_id``, ``agent`` (used for pairing/reporting
   only; the horizon used by a metric is always its ``T`` argument).
+* ``sl`` (``float``, tasks with a deal judge only — CraigslistBargain): the episode's
+  sale-to-list ratio, see below. Records without it (every other task) get no SL anywhere.
 
 Metrics
 -------
@@ -38,6 +40,15 @@ Let ``E`` be the non-errored episodes, ``N = |E|`` and ``𝟙[·]`` the indicato
 * Curves ``SR@t`` and ``RCSR@t`` for ``t = 1..T``; both are non-decreasing in ``t`` and their
   last points equal ``SR@T`` and ``RCSR@T``.
 * Worst case over a user ensemble: ``min_g metric(E_g)``, reporting the minimising group.
+* Sale-to-list ratio (PPDPP's SL) for negotiation tasks, whose records carry ``sl``::
+
+      SL = (1/N) Σ_e sl_e,   sl_e = (p_deal − p_seller) / (p_buyer − p_seller), 0 without a deal
+
+  where ``p_seller`` is the listing price (the seller's target) and ``p_buyer`` the buyer's
+  target: the buyer-normalized utility of the first deal the judge recognized (1: the buyer's
+  target, 0: the asking price or no deal, negative: above the asking price). SR alone can be
+  gamed by capitulating ("Deal at $LISTING"), so negotiation leaderboards rank by SL
+  (:func:`rank_rows`) and report it next to SR with a bootstrap CI.
 
 Rates over an empty set (no non-errored episodes) are ``float('nan')``, never an exception.
 
@@ -66,12 +77,16 @@ __all__ = [
     "PairedDiff",
     "average_turns",
     "bootstrap_ci",
+    "episode_sl",
     "format_table",
     "pair_records",
     "paired_bootstrap_diff",
+    "rank_rows",
     "rc_success_within",
     "rcsr",
     "rcsr_curve",
+    "sale_to_list",
+    "sl_from_steps",
     "sr_curve",
     "success_rate",
     "success_within",
@@ -175,6 +190,50 @@ def turns_to_success(record: Record, T: int) -> int:
     return T
 
 
+def episode_sl(record: Record) -> float | None:
+    """The episode's sale-to-list ratio, or ``None`` when the record has none (not a deal task).
+
+    Reads ``sl`` (``None`` there counts as no deal: 0). Records written before ``sl`` existed
+    fall back to ``utility`` of a successful deal (0 for a failure carrying ``utility``).
+
+    Args:
+        record: Episode record.
+
+    Returns:
+        ``sl`` as a float, or ``None``.
+    """
+    if "sl" in record:
+        value = record["sl"]
+        return 0.0 if value is None else float(value)
+    if "utility" in record:
+        value = record["utility"]
+        return float(value) if record.get("success") and value is not None else 0.0
+    return None
+
+
+def sl_from_steps(steps: Iterable[Mapping[str, Any]]) -> float | None:
+    """An episode's SL from its per-exchange infos (what an evaluator stores as ``sl``).
+
+    Deal judges put ``utility`` into every exchange's infos (``None`` without a deal). The
+    episode's SL is the utility of the first exchange judged a deal — a deal is final, so a
+    later exchange cannot improve on it — and 0 when no exchange was.
+
+    Args:
+        steps: The system seat's infos, one per exchange, in order.
+
+    Returns:
+        The SL, or ``None`` when no info carries ``utility`` (the task has no deal judge).
+    """
+    seen = False
+    for info in steps:
+        if "utility" not in info:
+            continue
+        seen = True
+        if info["utility"] is not None:
+            return float(info["utility"])
+    return 0.0 if seen else None
+
+
 # --------------------------------------------------------------------------------------------
 # Aggregate metrics
 # --------------------------------------------------------------------------------------------
@@ -235,6 +294,21 @@ def rcsr(records: Iterable[Record], T: int = DEFAULT_T, tau_q: float = TAU_Q) ->
     """
     _check_T(T)
     return _mean([float(rc_success_within(r, T, tau_q)) for r in _valid(records)])
+
+
+def sale_to_list(records: Iterable[Record]) -> float:
+    """SL: mean sale-to-list ratio over the non-errored episodes (see :func:`episode_sl`).
+
+    Args:
+        records: Episode records; errored ones are ignored.
+
+    Returns:
+        The mean SL, or ``nan`` if no non-errored record carries one (not a deal task).
+    """
+    valid = _valid(records)
+    if not any(episode_sl(r) is not None for r in valid):
+        return float("nan")
+    return _mean([episode_sl(r) or 0.0 for r in valid])
 
 
 def sr_curve(records: Iterable[Record], T: int = DEFAULT_T) -> list[float]:
@@ -563,9 +637,11 @@ def summarize(
         ``sr_curve``, ``rcsr_curve`` (lists of length ``T``), ``mean_q`` (mean of all ``q``
         entries recorded in non-errored episodes, pooled over exchanges), and ``csr``,
         ``proactivity`` and ``proactive_turns`` (means over episodes that carry them, else
-        ``None``; see ``DialogueEnv._concern_metrics`` for their definitions). Values that are
-        undefined because there are no non-errored episodes (or no ``q`` entries) are
-        ``None`` instead of ``nan``.
+        ``None``; see ``DialogueEnv._concern_metrics`` for their definitions). For tasks with
+        a deal judge (records carrying ``sl``) also ``sl`` and ``sl_ci``: the mean
+        sale-to-list ratio with its bootstrap CI (:func:`sale_to_list`); the keys are absent
+        for other tasks. Values that are undefined because there are no non-errored episodes
+        (or no ``q`` entries) are ``None`` instead of ``nan``.
     """
     _check_T(T)
     all_records = list(records)
@@ -579,6 +655,15 @@ def summarize(
     at_ci = bootstrap_ci(at_vals, n_resamples=n_resamples, seed=seed)
     rc_ci = bootstrap_ci(rc_vals, n_resamples=n_resamples, seed=seed)
     all_q = [float(x) for r in valid for x in (r.get("q") or [])]
+    sl: dict[str, Any] = {}
+    if any(episode_sl(r) is not None for r in valid):
+        sl_ci = bootstrap_ci(
+            [episode_sl(r) or 0.0 for r in valid], n_resamples=n_resamples, seed=seed
+        )
+        sl = {
+            "sl": _json_float(sl_ci.mean),
+            "sl_ci": [_json_float(sl_ci.low), _json_float(sl_ci.high)],
+        }
 
     return {
         "n": len(valid),
@@ -598,6 +683,8 @@ def summarize(
         "csr": _optional_mean(valid, "csr"),
         "proactivity": _optional_mean(valid, "proactivity"),
         "proactive_turns": _optional_mean(valid, "proactive_turns"),
+        # Negotiation tasks only: the sale-to-list ratio.
+        **sl,
     }
 
 
@@ -607,6 +694,47 @@ def _optional_mean(records: Sequence[Record], key: str) -> float | None:
     return _json_float(_mean(values)) if values else None
 
 
+def _sort_value(row: Mapping[str, Any], key: str, sign: float) -> float:
+    value = row.get(key)
+    if _is_missing(value):
+        return math.inf  # undefined values last
+    return sign * float(value)
+
+
+def rank_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Summary rows in leaderboard order: negotiation tasks ranked by SL.
+
+    Every row keeps its place except the rows of an env id whose rows carry ``sl`` (a task
+    with a deal judge, CraigslistBargain): those are reordered among their own places, best
+    mean SL first (ties: higher SR, then lower AT, then the original order). SR alone is not a
+    ranking there — a buyer who accepts the asking price at once scores SL 0 — and the AT of a
+    deal that is not a success counts as T. Rows of other tasks are not reordered.
+
+    Args:
+        rows: :func:`summarize` rows with ``env_id`` (e.g. ``EvalResult.summaries``).
+
+    Returns:
+        A new list with the same rows.
+    """
+    out = list(rows)
+    places: dict[Any, list[int]] = {}
+    for index, row in enumerate(out):
+        if row.get("sl") is not None or "sl_ci" in row:
+            places.setdefault(row.get("env_id"), []).append(index)
+    for indices in places.values():
+        ranked = sorted(
+            (out[i] for i in indices),
+            key=lambda r: (
+                _sort_value(r, "sl", -1.0),
+                _sort_value(r, "sr", -1.0),
+                _sort_value(r, "at", 1.0),
+            ),
+        )
+        for i, row in zip(indices, ranked, strict=True):
+            out[i] = row
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Text table
 # --------------------------------------------------------------------------------------------
@@ -614,7 +742,7 @@ def _optional_mean(records: Sequence[Record], key: str) -> float | None:
 DEFAULT_COLUMNS: tuple[str, ...] = ("agent", "env_id", "n", "n_errored", "sr", "at", "rcsr")
 """Columns shown by :func:`format_table` when none are given."""
 
-_CI_COLUMNS = {"sr": "SR@{T}", "at": "AT", "rcsr": "RCSR@{T}"}
+_CI_COLUMNS = {"sr": "SR@{T}", "sl": "SL", "at": "AT", "rcsr": "RCSR@{T}"}
 _HEADERS = {
     "n_errored": "errored",
     "env_id": "env",
@@ -670,21 +798,25 @@ def format_table(
     """Render summary rows as a plain-text, aligned table.
 
     Each row is a :func:`summarize` result extended with ``agent`` and ``env_id``. The
-    ``sr``, ``at`` and ``rcsr`` columns are shown with their CIs as ``0.45 [0.35, 0.55]``
-    (headers ``SR@T``, ``AT``, ``RCSR@T``, with the actual ``T`` when all rows share it).
+    ``sr``, ``sl``, ``at`` and ``rcsr`` columns are shown with their CIs as ``0.45 [0.35,
+    0.55]`` (headers ``SR@T``, ``SL``, ``AT``, ``RCSR@T``, with the actual ``T`` when all rows
+    share it). Rows are shown in the given order (see :func:`rank_rows` for leaderboards).
     Other columns show the raw value; numeric cells are right-aligned, text left-aligned.
 
     Args:
         rows: Summary rows.
         columns: Row keys to show, in order. Defaults to :data:`DEFAULT_COLUMNS`
-            (agent, env, n, errored, SR@T, AT, RCSR@T), plus ``CSR``, ``proactivity`` and
-            ``proactive turns`` when any row has them.
+            (agent, env, n, errored, SR@T, AT, RCSR@T), plus ``SL`` after SR@T when any row
+            has it (negotiation tasks) and ``CSR``, ``proactivity`` and ``proactive turns``
+            when any row has them.
 
     Returns:
         The table as a string (header, separator line and one line per row, no trailing
         newline).
     """
     cols = list(columns) if columns is not None else list(DEFAULT_COLUMNS)
+    if columns is None and any(r.get("sl") is not None or "sl_ci" in r for r in rows):
+        cols.insert(cols.index("sr") + 1, "sl")  # negotiation: SL next to SR
     if columns is None:
         # CUS tasks also report the concern solving rate and proactivity.
         cols += [c for c in _CUS_COLUMNS if any(r.get(c) is not None for r in rows)]

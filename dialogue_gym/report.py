@@ -9,7 +9,8 @@ LLM usage.
 
 The HTML report is a single file with no external references (inline CSS, plots as inline
 SVG images, no JavaScript): per run a summary table (SR@T, AT, RCSR@T with 95% bootstrap CIs,
-episodes and errored episodes per agent × env), soft-vs-hard bars, RCSR@t curves, the worst
+episodes and errored episodes per agent × env; on negotiation tasks also the sale-to-list ratio
+SL next to SR, with the agents ranked by it), soft-vs-hard bars, RCSR@t curves, the worst
 case over user types, the errored episodes, and collapsible per-episode transcripts with the
 per-exchange progress ``s_t``, the user's revealed BDI state, the judge's label and votes,
 rationality ``q`` and the user's events. Given two runs it adds paired bootstrap differences
@@ -426,7 +427,8 @@ def paired_rows(
     Returns:
         Rows with ``agent``, ``env_id``, ``T``, ``tau_q``, ``n_pairs``, ``left_out`` (episodes
         of either run without a usable partner) and ``sr``, ``at``, ``rcsr`` as
-        :class:`metrics.PairedDiff`.
+        :class:`metrics.PairedDiff`; negotiation tasks (both runs' records carry ``sl``) also
+        ``sl``.
     """
     groups_2 = run_2.groups()
     rows = []
@@ -448,6 +450,11 @@ def paired_rows(
             values[name] = (
                 [float(per_episode(new)) for new, _ in pairs],
                 [float(per_episode(old)) for _, old in pairs],
+            )
+        if any(metrics.episode_sl(r) is not None for pair in pairs for r in pair):
+            values["sl"] = (
+                [metrics.episode_sl(new) or 0.0 for new, _ in pairs],
+                [metrics.episode_sl(old) or 0.0 for _, old in pairs],
             )
         rows.append(
             {
@@ -495,7 +502,8 @@ def worst_case_rows(run: Run) -> list[dict[str, Any]]:
     Returns:
         Rows with ``agent``, ``users`` (the task, or ``"all"``), ``env_ids``, ``T`` and
         ``sr``/``rcsr`` as ``(worst env id, value)``; the value is ``nan`` when every group
-        consists of errored episodes only.
+        consists of errored episodes only. Negotiation tasks (records carrying ``sl``) also
+        get ``sl``, the worst mean SL.
     """
     by_agent: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for (agent, env_id), records in run.groups().items():
@@ -513,18 +521,24 @@ def worst_case_rows(run: Run) -> list[dict[str, Any]]:
                 _horizon(records, run.config(agent, env_id)) for env_id, records in groups.items()
             )
             config = run.config(agent, next(iter(groups)))
-            rows.append(
-                {
-                    "agent": agent,
-                    "users": users,
-                    "env_ids": list(groups),
-                    "T": horizon,
-                    "sr": metrics.worst_case(groups, partial(metrics.success_rate, T=horizon)),
-                    "rcsr": metrics.worst_case(
-                        groups, partial(metrics.rcsr, T=horizon, tau_q=_tau_q(config))
-                    ),
-                }
-            )
+            row = {
+                "agent": agent,
+                "users": users,
+                "env_ids": list(groups),
+                "T": horizon,
+                "sr": metrics.worst_case(groups, partial(metrics.success_rate, T=horizon)),
+                "rcsr": metrics.worst_case(
+                    groups, partial(metrics.rcsr, T=horizon, tau_q=_tau_q(config))
+                ),
+            }
+            sl_groups = {
+                env_id: records
+                for env_id, records in groups.items()
+                if any(metrics.episode_sl(r) is not None for r in records)
+            }
+            if sl_groups:  # negotiation env ids only: SL is undefined elsewhere
+                row["sl"] = metrics.worst_case(sl_groups, metrics.sale_to_list)
+            rows.append(row)
     return rows
 
 
@@ -591,6 +605,16 @@ def _optional_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [key for key in _OPTIONAL_HEADERS if any(r.get(key) is not None for r in rows)]
 
 
+def _has_sl(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any row is of a negotiation task (a deal judge): SL is shown next to SR."""
+    return any(r.get("sl") is not None or "sl_ci" in r for r in rows)
+
+
+def _ranked(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Leaderboard order: the agents of a negotiation env id ranked by SL (metrics.rank_rows)."""
+    return [dict(row) for row in metrics.rank_rows(rows)]
+
+
 # --------------------------------------------------------------------------------------------
 # Markdown and CSV
 # --------------------------------------------------------------------------------------------
@@ -619,9 +643,10 @@ def markdown_table(
     """The leaderboard as a Markdown table: one row per (agent, env id).
 
     Columns: agent, env, SR@T [95% CI], AT [95% CI], RCSR@T [95% CI], n (non-errored
-    episodes), errored, plus CSR and proactivity when a task reports them. With two runs a
-    ``run`` column (1 or 2) comes first and a second table follows with the paired
-    differences run 2 − run 1.
+    episodes), errored, plus CSR and proactivity when a task reports them, and SL [95% CI]
+    after SR@T when a negotiation task does (its agents ranked by SL, :func:`metrics.rank_rows`).
+    With two runs a ``run`` column (1 or 2) comes first and a second table follows with the
+    paired differences run 2 − run 1.
 
     Args:
         run_dirs: One or two run directories (or :class:`Run` objects).
@@ -635,11 +660,13 @@ def markdown_table(
         ReportError: A run cannot be read.
     """
     runs = load_runs(run_dirs, max_transcripts=0)
-    per_run = [summary_rows(r, n_resamples, seed) for r in runs]
+    per_run = [_ranked(summary_rows(r, n_resamples, seed)) for r in runs]
     all_rows = [row for rows in per_run for row in rows]
     t = _t_label(all_rows)
     extra = _optional_columns(all_rows)
-    headers = ["agent", "env", f"SR@{t} [95% CI]", "AT [95% CI]", f"RCSR@{t} [95% CI]"]
+    sl = _has_sl(all_rows)
+    headers = ["agent", "env", f"SR@{t} [95% CI]"] + (["SL [95% CI]"] if sl else [])
+    headers += ["AT [95% CI]", f"RCSR@{t} [95% CI]"]
     headers += ["n", "errored"] + (["T"] if t == "T" else [])
     headers += [_OPTIONAL_HEADERS[key] for key in extra]
     numeric = [False, False] + [True] * (len(headers) - 2)
@@ -649,8 +676,9 @@ def markdown_table(
     body = []
     for index, rows in enumerate(per_run, start=1):
         for row in rows:
-            cells = [row["agent"], row["env_id"], _with_ci(row, "sr"), _with_ci(row, "at")]
-            cells += [_with_ci(row, "rcsr"), row["n"], row["n_errored"]]
+            cells = [row["agent"], row["env_id"], _with_ci(row, "sr")]
+            cells += [_with_ci(row, "sl")] if sl else []
+            cells += [_with_ci(row, "at"), _with_ci(row, "rcsr"), row["n"], row["n_errored"]]
             cells += [row["T"]] if t == "T" else []
             cells += [_num(row.get(key)) for key in extra]
             body.append([index, *cells] if two else cells)
@@ -660,25 +688,21 @@ def markdown_table(
         diffs = paired_rows(runs[0], runs[1], n_resamples, seed)
         td = _t_label(diffs) if diffs else t
         parts.append("Paired differences, run 2 − run 1 (episodes matched on seed):")
-        diff_body = [
-            [
-                row["agent"],
-                row["env_id"],
-                row["n_pairs"],
-                _diff_text(row["sr"]),
-                _p_text(row["sr"]),
-                _diff_text(row["at"]),
-                _p_text(row["at"]),
-                _diff_text(row["rcsr"]),
-                _p_text(row["rcsr"]),
-                row["left_out"],
-            ]
-            for row in diffs
-        ]
-        diff_headers = ["agent", "env", "pairs", f"ΔSR@{td} [95% CI]", "p", "ΔAT [95% CI]"]
-        diff_headers += ["p", f"ΔRCSR@{td} [95% CI]", "p", "left out"]
+        diff_sl = any("sl" in row for row in diffs)
+        keys = ("sr", "sl", "at", "rcsr") if diff_sl else ("sr", "at", "rcsr")
+        diff_body = []
+        for row in diffs:
+            cells = [row["agent"], row["env_id"], row["n_pairs"]]
+            for key in keys:
+                diff = row.get(key)
+                cells += [_diff_text(diff), _p_text(diff)] if diff is not None else ["", ""]
+            diff_body.append([*cells, row["left_out"]])
+        diff_headers = ["agent", "env", "pairs", f"ΔSR@{td} [95% CI]", "p"]
+        diff_headers += ["ΔSL [95% CI]", "p"] if diff_sl else []
+        diff_headers += ["ΔAT [95% CI]", "p", f"ΔRCSR@{td} [95% CI]", "p", "left out"]
         if diff_body:
-            parts.append(_md_table(diff_headers, diff_body, [False, False] + [True] * 8))
+            numeric = [False, False] + [True] * (len(diff_headers) - 2)
+            parts.append(_md_table(diff_headers, diff_body, numeric))
         else:
             parts.append("(no agent × env id is in both runs)")
     return "\n\n".join(parts) + "\n"
@@ -694,6 +718,9 @@ CSV_COLUMNS = (
     "sr",
     "sr_ci_low",
     "sr_ci_high",
+    "sl",
+    "sl_ci_low",
+    "sl_ci_high",
     "at",
     "at_ci_low",
     "at_ci_high",
@@ -724,8 +751,9 @@ def csv_table(
     """The leaderboard as CSV: one row per (agent, env id), columns :data:`CSV_COLUMNS`.
 
     CI bounds are separate columns (``sr_ci_low``, ``sr_ci_high``, ...); undefined values
-    (no non-errored episode) are empty cells. With two runs a ``run`` column holding the run
-    directory comes first.
+    (no non-errored episode) are empty cells, as are ``sl``/``sl_ci_*`` outside negotiation
+    tasks, whose agents come in SL order (:func:`metrics.rank_rows`). With two runs a ``run``
+    column holding the run directory comes first.
 
     Args:
         run_dirs: One or two run directories (or :class:`Run` objects).
@@ -744,9 +772,9 @@ def csv_table(
     two = len(runs) == 2
     writer.writerow((["run"] if two else []) + list(CSV_COLUMNS))
     for r in runs:
-        for row in summary_rows(r, n_resamples, seed):
+        for row in _ranked(summary_rows(r, n_resamples, seed)):
             flat = dict(row)
-            for key in ("sr", "at", "rcsr"):
+            for key in ("sr", "sl", "at", "rcsr"):
                 low, high = row.get(f"{key}_ci") or (None, None)
                 flat[f"{key}_ci_low"], flat[f"{key}_ci_high"] = low, high
             cells = [_csv_value(flat.get(column)) for column in CSV_COLUMNS]
@@ -1015,9 +1043,12 @@ def _table(
 
 
 def _summary_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    rows = _ranked(rows)
     t = _t_label(rows)
     extra = _optional_columns(rows)
-    headers = ["agent", "env", "n", "errored", f"SR@{t} [95% CI]", "AT [95% CI]"]
+    sl = _has_sl(rows)
+    headers = ["agent", "env", "n", "errored", f"SR@{t} [95% CI]"]
+    headers += (["SL [95% CI]"] if sl else []) + ["AT [95% CI]"]
     headers += [f"RCSR@{t} [95% CI]", "mean q"] + (["T"] if t == "T" else [])
     headers += [_OPTIONAL_HEADERS[key] for key in extra]
     body = []
@@ -1025,7 +1056,9 @@ def _summary_html(rows: Sequence[Mapping[str, Any]]) -> str:
         errored = row["n_errored"]
         cells = [_e(row["agent"]), _e(row["env_id"]), _e(row["n"])]
         cells.append(f'<span class="bad">{errored}</span>' if errored else "0")
-        cells += [_e(_with_ci(row, "sr")), _e(_with_ci(row, "at")), _e(_with_ci(row, "rcsr"))]
+        cells.append(_e(_with_ci(row, "sr")))
+        cells += [_e(_with_ci(row, "sl"))] if sl else []
+        cells += [_e(_with_ci(row, "at")), _e(_with_ci(row, "rcsr"))]
         cells.append(_e(_num(row.get("mean_q"))))
         cells += [_e(row["T"])] if t == "T" else []
         cells += [_e(_num(row.get(key))) for key in extra]
@@ -1041,31 +1074,22 @@ def _worst_html(rows: Sequence[Mapping[str, Any]]) -> str:
             "(e.g. <code>P4G-soft</code> and <code>P4G-hard</code>).</p>"
         )
     t = _t_label(rows)
+    sl = any("sl" in row for row in rows)
     body = []
     for row in rows:
         (sr_env, sr), (rc_env, rc) = row["sr"], row["rcsr"]
         users = "all env ids" if row["users"] == "all" else f"{row['users']} users"
-        body.append(
-            [
-                _e(row["agent"]),
-                _e(users),
-                _e(", ".join(row["env_ids"])),
-                _e(_num(sr)),
-                _e(sr_env),
-                _e(_num(rc)),
-                _e(rc_env),
-            ]
-        )
-    headers = [
-        "agent",
-        "over",
-        "env ids",
-        f"worst SR@{t}",
-        "worst env",
-        f"worst RCSR@{t}",
-        "worst env",
-    ]
-    return _table(headers, body, [False, False, False, True, False, True, False], "worst")
+        cells = [_e(row["agent"]), _e(users), _e(", ".join(row["env_ids"]))]
+        cells += [_e(_num(sr)), _e(sr_env)]
+        if sl:
+            sl_env, sl_value = row.get("sl", ("", None))
+            cells += [_e(_num(sl_value) if "sl" in row else ""), _e(sl_env)]
+        body.append([*cells, _e(_num(rc)), _e(rc_env)])
+    headers = ["agent", "over", "env ids", f"worst SR@{t}", "worst env"]
+    headers += ["worst SL", "worst env"] if sl else []
+    headers += [f"worst RCSR@{t}", "worst env"]
+    numeric = [False, False, False] + [True, False] * ((len(headers) - 3) // 2)
+    return _table(headers, body, numeric, "worst")
 
 
 def _errors_html(run: Run) -> str:
@@ -1253,6 +1277,7 @@ def _episode_html(record: Mapping[str, Any], horizon: int, tau_q: float) -> str:
             "proactive_turns",
             "deal_price",
             "utility",
+            "sl",
         )
         if record.get(key) is not None
     ]
@@ -1396,6 +1421,13 @@ def _run_section(
         "errored ones are left out of every rate. 95% percentile-bootstrap CIs over episodes "
         f"({n_resamples:,} resamples).</p>"
     )
+    if _has_sl(rows):
+        parts.append(
+            '<p class="muted">SL (negotiation): sale-to-list ratio (p<sub>deal</sub> − '
+            "p<sub>listing</sub>) / (p<sub>buyer target</sub> − p<sub>listing</sub>) of the "
+            "episode's deal, 0 without one; a deal at the asking price scores 0 and is not a "
+            "success. The agents of a negotiation env are ranked by mean SL.</p>"
+        )
     parts.append(_config_html(run, rows))
     parts.append("<h3>Soft vs hard users</h3>")
     bars = soft_hard_plot(rows)
@@ -1427,19 +1459,25 @@ def _paired_html(diffs: Sequence[Mapping[str, Any]]) -> str:
     if not diffs:
         return '<p class="muted">No agent × env id is in both runs.</p>'
     t = _t_label(diffs)
+    sl = any("sl" in row for row in diffs)
+    keys = ("sr", "sl", "at", "rcsr") if sl else ("sr", "at", "rcsr")
     body = []
     for row in diffs:
         cells = [_e(row["agent"]), _e(row["env_id"]), _e(row["n_pairs"])]
-        for key in ("sr", "at", "rcsr"):
-            diff = row[key]
+        for key in keys:
+            diff = row.get(key)
+            if diff is None:
+                cells += ["", ""]
+                continue
             text = _e(_diff_text(diff))
             significant = diff.n and (diff.low > 0 or diff.high < 0)
             cells += [f"<b>{text}</b>" if significant else text, _e(_p_text(diff))]
         cells.append(_e(row["left_out"]))
         body.append(cells)
-    headers = ["agent", "env", "pairs", f"ΔSR@{t} [95% CI]", "p", "ΔAT [95% CI]", "p"]
-    headers += [f"ΔRCSR@{t} [95% CI]", "p", "left out"]
-    return _table(headers, body, [False, False] + [True] * 8, "paired")
+    headers = ["agent", "env", "pairs", f"ΔSR@{t} [95% CI]", "p"]
+    headers += ["ΔSL [95% CI]", "p"] if sl else []
+    headers += ["ΔAT [95% CI]", "p", f"ΔRCSR@{t} [95% CI]", "p", "left out"]
+    return _table(headers, body, [False, False] + [True] * (len(headers) - 2), "paired")
 
 
 def html_report(

@@ -78,6 +78,7 @@ def test_card_declares_the_seller_world(card):
     assert card.user_model == "seller"
     assert card.success_judge.kind == "deal"
     assert card.success_judge.threshold == 0.0
+    assert card.success_judge.inclusive is False  # a deal must beat the listing price
     assert card.strategy_names == (
         "greet",
         "inquire",
@@ -372,7 +373,11 @@ def test_a_deal_above_the_listing_fails_the_utility_threshold(card):
     assert not judgment.success
     at_listing = [*OPENING, ("system", "I'll pay $500."), ("user", "Deal at $500.")]
     judgment = DealJudge(card).judge(_exchange(card, at_listing, {**PRIV, "deal_price": 500.0}))
-    assert judgment.utility == 0.0 and judgment.success  # threshold 0.0, as in MASP
+    # Paying the asking price is no success on the shipped (strict) card; MASP's inclusive
+    # threshold 0.0 counted it (issue 13: capitulating must not win).
+    assert judgment.utility == 0.0 and judgment.label == "deal" and not judgment.success
+    inclusive = DealJudge(card, inclusive=True)
+    assert inclusive.judge(_exchange(card, at_listing, {**PRIV, "deal_price": 500.0})).success
 
 
 def test_accepting_the_sellers_price_is_consistent(card):
@@ -427,8 +432,12 @@ def test_env_reports_the_deal(card):
     listing = infos["system"]["privileged"]["listing_price"]
     assert asking_price_in(obs["system"]["history"][-1]["text"]) == listing
     _, _, term, _, infos = env.step({"system": f"I'll pay {listing:.0f} dollars, deal?"})
-    assert term["system"] and infos["system"]["success_label"] == "deal"
+    assert infos["system"]["success_label"] == "deal"
     assert infos["system"]["privileged"]["deal_price"] == listing
+    # A deal at the listing price has utility 0: reported, but no success (the strict card),
+    # so the episode is not over and its AT will count as T.
+    assert infos["system"]["utility"] == 0.0
+    assert not infos["system"]["success"] and not term["system"]
 
 
 # -- discrimination over 100 seeded episodes (default MiniLM encoder) --------------------------

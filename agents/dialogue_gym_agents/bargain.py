@@ -4,11 +4,16 @@ Both read only the observation (the dialogue history) and the public task card: 
 price comes from the seller's first reply, parsed with :mod:`dialogue_gym.prices`; the target
 fraction from the card's ``[listings] buyer_target_fraction`` (also stated in the goal text).
 
-* :class:`ScriptedBuyer` — a sensible negotiator: greets and asks about the condition, then
-  gives one reason per turn for a lower price (the condition, comparable listings, a quick cash
-  pickup, a tight budget) with an offer that opens at the target price and rises in steps,
-  accepts a counter once it is within what it is willing to pay by then, and never offers more
-  than the listing price.
+* :class:`ScriptedBuyer` — a sensible negotiator that listens: greets and asks why the item is
+  for sale, then gives one reason per turn for a lower price with an offer that opens at the
+  target price and rises in steps, accepts a counter once it is within what it is willing to
+  pay by then, and never offers more than the listing price. Which reason it gives follows
+  what the seller said: a concern the seller hinted at (the card's ``voice`` lines: a flaw, the
+  competition, wanting it gone, "what's your budget?") is argued first, and pressed again while
+  the seller acknowledges it only partly (the card's ``ack_partial`` lines); a reason the
+  seller has conceded (``ack_resolved``) or ignored is dropped for the next one (the item's
+  condition, comparable listings, a quick cash pickup, a tight budget). Never more than one
+  reason per turn: the embedded seller credits one argument per turn.
 * :class:`LowballBuyer` — a bad negotiator: repeats an insulting offer of 30-40% of the listing
   with no reasons.
 """
@@ -20,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards import Concern, TaskCard
 from dialogue_gym.prices import asking_price_in, format_price, offer_in
 
 __all__ = ["LowballBuyer", "ScriptedBuyer", "round_offer"]
@@ -38,6 +43,16 @@ def _target_fraction(card: TaskCard) -> float:
         return float(listings["buyer_target_fraction"])
     match = re.search(r"(\d{1,2})\s?%", card.goal)
     return int(match.group(1)) / 100 if match else 0.7
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """A card line as a regex: placeholders (``{flaw}``) match any text, case ignored."""
+    parts = re.split(r"\{\w+\}", template.strip())
+    return re.compile(".+?".join(re.escape(part) for part in parts), re.I)
+
+
+def _lines(concern: Concern, field: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(_template_pattern(t) for t in getattr(concern, field, ()) if t.strip())
 
 
 def round_offer(value: float) -> float:
@@ -60,10 +75,10 @@ class ScriptedBuyer:
     """
 
     OPENINGS = (
-        "Hi! Is this still available? What condition is it in? Any wear or issues I should "
-        "know about?",
-        "Hello, I'm interested in your listing. Is it still for sale, and what shape is it in?",
-        "Hey there! Is it still available? How old is it, and does it have any damage or problems?",
+        "Hi! Is this still available? I'm interested. What's the story behind it, why are you "
+        "selling?",
+        "Hello, I'm interested in your listing. Is it still for sale? Why are you letting it go?",
+        "Hey there! Is it still available? Mind if I ask why you're selling it?",
     )
     ARGUMENTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "condition": (
@@ -71,24 +86,30 @@ class ScriptedBuyer:
             "and I'd have to put money into fixing it up.",
             "I appreciate the honesty. Since it's used and shows its age, full price seems "
             "high to me.",
+            "That flaw is going to cost me something to repair, so I have to factor that in.",
         ),
         "market": (
             "I've been comparing listings, and similar ones around here are asking noticeably "
             "less than you are.",
             "I checked Marketplace and eBay, and comparable used ones have been selling for less.",
+            "Prices on these have dropped since the newer models came out, so the going rate "
+            "is lower now.",
         ),
         "convenience": (
             "I can pick it up today and pay cash, so you won't have to deal with any more "
             "messages or no-shows.",
             "I'll bring cash and come get it this afternoon, no hassle for you.",
+            "I have a truck, so I can take it off your hands right away and pay on the spot.",
         ),
         "budget": (
             "My budget is really tight right now; I'm furnishing my first place on very "
             "little money.",
             "I'm saving up for rent, so every dollar counts for me, but I'd put it to good use.",
+            "Money is tight for me as a student, and I can't afford to go much higher.",
         ),
     }
     ORDER = ("condition", "market", "convenience", "budget")
+    MAX_PRESSES = 3  # times one reason is given while the seller acknowledges it only partly
     OFFERS = (
         "Would you take {price}?",
         "How about {price}?",
@@ -112,6 +133,11 @@ class ScriptedBuyer:
         **kwargs: Any,
     ) -> None:
         self.card = card
+        # The seller's public lines per concern: how it hints at one, how it acknowledges one.
+        concerns = {c.id: c for c in card.concerns if c.id in self.ARGUMENTS}
+        self._voices = {cid: _lines(c, "voice") for cid, c in concerns.items()}
+        self._partial = {cid: _lines(c, "ack_partial") for cid, c in concerns.items()}
+        self._resolved = {cid: _lines(c, "ack_resolved") for cid, c in concerns.items()}
         fraction = _target_fraction(card)
         self.steps = steps or tuple(
             min(1.0, fraction + d) for d in (0.0, 0.06, 0.12, 0.17, 0.21, 0.24, 0.27)
@@ -125,7 +151,10 @@ class ScriptedBuyer:
         self._rng = np.random.default_rng(seed)
         self._listing: float | None = None
         self._offers = 0
-        self._argued: list[str] = []
+        self._argued: list[str] = []  # one entry per turn that gave a reason
+        self._heard: list[str] = []  # concerns the seller hinted at, in the order heard
+        self._done: set[str] = set()  # conceded, or ignored by the seller
+        self._wording: dict[str, int] = {}  # per reason, the episode's first wording
         self._last_offer: float | None = None
         self._counter: float | None = None
 
@@ -137,11 +166,36 @@ class ScriptedBuyer:
         index = min(exchange, len(self.limits)) - 1
         return self.limits[max(index, 0)]
 
-    def _next_argument(self, last: str) -> str | None:
+    def _listen(self, last: str) -> None:
+        """Reads the seller's last reply: concerns it hinted at, how it took the last reason."""
+        for cid, patterns in self._voices.items():
+            if cid not in self._heard and any(p.search(last) for p in patterns):
+                self._heard.append(cid)
         budget_asked = re.search(r"\b(budget|spend|looking to pay|for you or)\b", last, re.I)
-        if budget_asked and "budget" not in self._argued:
-            return "budget"
-        return next((a for a in self.ORDER if a not in self._argued), None)
+        if budget_asked and "budget" in self.ARGUMENTS and "budget" not in self._heard:
+            self._heard.append("budget")
+        if not self._argued:
+            return
+        previous = self._argued[-1]
+        if any(p.search(last) for p in self._resolved.get(previous, ())):
+            self._done.add(previous)  # conceded: move on
+        elif not any(p.search(last) for p in self._partial.get(previous, ())):
+            self._done.add(previous)  # not taken up (or used up): move on
+        elif self._argued.count(previous) >= self.MAX_PRESSES:
+            self._done.add(previous)
+
+    def _next_argument(self, last: str) -> str | None:
+        self._listen(last)
+        open_ = [a for a in self.ARGUMENTS if a not in self._done]
+        # What the seller raised first, pressed while it only partly gives way; then reasons
+        # not given yet; then the partly taken ones again.
+        for cid in self._heard:
+            if cid in open_:
+                return cid
+        fresh = next((a for a in self.ORDER if a in open_ and a not in self._argued), None)
+        if fresh is not None:
+            return fresh
+        return next((a for a in self.ORDER if a in open_), None)
 
     def act(self, observation: dict[str, Any]) -> str:
         """Returns the next buyer turn."""
@@ -175,9 +229,13 @@ class ScriptedBuyer:
         argument = self._next_argument(last)
         parts = []
         if argument is not None:
-            self._argued.append(argument)
+            # A fresh wording each time the reason is pressed (repeating words is ignored).
             options = self.ARGUMENTS[argument]
-            parts.append(options[int(self._rng.integers(len(options)))])
+            if argument not in self._wording:
+                self._wording[argument] = int(self._rng.integers(len(options)))
+            index = self._wording[argument] + self._argued.count(argument)
+            parts.append(options[index % len(options)])
+            self._argued.append(argument)
         parts.append(self._say(self.OFFERS, offer))
         return " ".join(parts)
 

@@ -3,8 +3,17 @@
 MASP (Appendix C.7): the judge decides whether a deal has been reached and extracts the final
 price; if *any* sampled judgment says there is no deal, the outcome is ``no_deal``; otherwise
 the price is converted to the buyer-normalized utility ``(p_deal − p_seller) / (p_buyer −
-p_seller)`` and the exchange succeeds when it reaches the card's threshold (0.0: a deal at or
-below the listing price).
+p_seller)`` and the exchange succeeds when it passes the card's threshold
+(:meth:`~dialogue_gym.cards.SuccessJudgeSpec.passes`).
+
+**Capitulation is not success.** MASP counts ``utility >= 0.0``, so a buyer who accepts the
+asking price at once ("Is it still available?" — "Deal at $LISTING") succeeds at exchange 2.
+The shipped CB card sets ``judge.success.inclusive = false``: success needs ``utility >
+threshold`` (0.0), a price below the listing. Such a deal is still labelled ``deal`` with its
+price and utility (it scores SL 0, see :func:`dialogue_gym.metrics.sale_to_list`), but it is
+not a success, so its AT counts as T. The paper's convention: ``DealJudge(card,
+inclusive=True)`` (e.g. ``make("CB-hard", success_judge=functools.partial(DealJudge,
+inclusive=True))``) or a card copy with ``inclusive = true``.
 
 The embedded judge casts its n = 3 votes from three views, as the LLM judge samples three
 readings of the transcript:
@@ -71,12 +80,17 @@ class DealJudge:
         card: The task card: labels ``deal`` and ``no_deal`` with their rewards, the utility
             threshold (``judge.success.threshold``), reply and acceptance cues.
         tolerance: Relative tolerance when comparing prices (at least $0.50).
+        inclusive: Override the card's ``judge.success.inclusive``: ``True`` counts a deal whose
+            utility equals the threshold (MASP's ``>=``; a deal at the listing price succeeds),
+            ``False`` needs more. ``None`` (default): the card's setting.
 
     Raises:
         ValueError: The card's labels are not ``deal`` and ``no_deal``.
     """
 
-    def __init__(self, card: TaskCard, tolerance: float = 0.01) -> None:
+    def __init__(
+        self, card: TaskCard, tolerance: float = 0.01, inclusive: bool | None = None
+    ) -> None:
         labels = card.success_judge.labels
         if set(labels) != {DEAL, NO_DEAL}:
             raise ValueError(
@@ -85,6 +99,10 @@ class DealJudge:
             )
         self.card = card
         self.threshold = card.success_judge.threshold
+        self.rule = card.success_judge
+        if inclusive is not None:
+            self.rule = dataclasses.replace(self.rule, inclusive=bool(inclusive))
+        self.inclusive = self.rule.inclusive
         self.tolerance = tolerance
         listings = card.extra.get("listings", {})
         self.target_fraction = float(listings.get("buyer_target_fraction", 0.7))
@@ -179,7 +197,7 @@ class DealJudge:
                 utility = buyer_utility(price, listing, target)
             except ValueError:
                 utility = None
-        success = deal and utility is not None and utility >= self.threshold - 1e-9
+        success = deal and utility is not None and self.rule.passes(utility)
         labels = self.card.success_judge.labels
         rewards = tuple(labels[v] for v in votes)
         return DealJudgment(

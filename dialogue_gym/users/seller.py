@@ -13,7 +13,10 @@ hard preset — the bottom line:
   condition, comparable listings, a quick cash pickup, a tight budget), detected like the
   CognitiveUser's concerns by prototype similarity plus lexical cues, takes a share of the
   distance to the bottom line; concerns the persona is receptive to weigh more, and each concern
-  counts at most ``resistance`` times.
+  counts at most ``resistance`` times. **One argument per turn**: only the turn's best-scoring
+  argument is credited (near-ties go to the persona's own concern), and a turn that touches
+  several arguments at once (every reason in one breath) sours the mood a little — stuffing
+  a turn with reasons earns no more than making the best one.
 * **Bare offers** (a price or "can you do better?" without a reason) move it a little.
 * **Insulting low-balls** (offers under ``insult_fraction`` of the listing, or rude wording)
   harden the seller: the ask moves back up, the mood sours, and after ``walk_after`` insults the
@@ -30,6 +33,10 @@ rationality judge (and RCSR) catch them.
 
 Stances: ``refused`` (rejects an offer, walks away), ``neutral`` (counters), ``positive`` (close
 to a deal), ``agree`` (deal).
+
+The seller reads one view of each buyer turn, :func:`dialogue_gym.text.text_view` (normalized,
+invisible characters removed, cut to what the encoder sees): the encoder, the cue regexes and
+the price parser see the same text, so a price or a cue hidden from one is hidden from all.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, mask_prices, offer_in
+from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.cognitive import calibrated
@@ -198,8 +206,15 @@ class SellerPreset:
         harden: Share of (listing − ask) the ask moves back up after an insult.
         walk_after: Insults after which the seller walks away.
         unlock_threshold: Addressing score that counts as an argument.
-        unlock_margin: An argument also counts only within this margin of the turn's best
-            addressing score.
+        unlock_margin: A turn *touches* an argument when its score reaches
+            ``unlock_threshold`` and lies within this margin of the turn's best score (a side
+            match far below the best one is not an argument).
+        tie_margin: Touched arguments within this margin of the best score are tied; a tie
+            goes to the persona's own (strongest) concern. Only one argument is credited per
+            turn: the best (after tie-breaking). If it is exhausted, the turn earns nothing.
+        stuffing_mood: Mood lost by a turn that touches two or more arguments at once
+            (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
+            real cost is that only one of its arguments counts.
         anti_threshold: Anti-pattern score that counts as an insult.
         cave_prob: Probability of giving in to an offer below the acceptable price without a
             reason (the soft-seller bias; not justified).
@@ -223,6 +238,8 @@ class SellerPreset:
     max_gain: float = 0.6
     unlock_threshold: float = 0.5
     unlock_margin: float = 0.3
+    tie_margin: float = 0.02
+    stuffing_mood: float = 0.05
     anti_threshold: float = 0.6
     cave_prob: float = 0.0
     cave_growth: float = 0.0
@@ -529,6 +546,8 @@ class SellerUser:
             return _Step("after_walk", "refused", events=["walked_away"])
         if self.deal_price is not None:
             return _Step("after_deal", "agree", events=["deal"])
+        # One view of the turn for the encoder, the cues and the price parser.
+        text = text_view(text, self.analyzer.encoder)
         # Prices are masked before encoding: the argument does not depend on the number (and
         # the encoder's cache then sees a template once).
         p = self.analyzer.perceive(mask_prices(text, listing_price))
@@ -585,27 +604,21 @@ class SellerUser:
         )
         # A question about the item is an inquiry, not an argument ("any scratches?").
         inquiry = p.question and not bargaining
-        # Arguments: each addressed concern takes a share of the gap to the bottom line.
+        # Arguments: the turn's one credited argument takes a share of the gap to the bottom line.
         gain = 0.0
         if not (repetition or inquiry):
-            best = max(p.unlock.values(), default=0.0)
-            for cid, arg in self.arguments.items():
-                score = p.unlock[cid]
-                # A turn argues what it is closest to: a side match far below the best one
-                # (a remark on wear that also resembles a market remark) does not count.
-                if score < preset.unlock_threshold or score < p.anti[cid]:
-                    continue
-                if score < best - preset.unlock_margin:
-                    continue
+            cid = self._argument(p, events)
+            if cid is not None:
+                arg = self.arguments[cid]
                 if arg.progress >= arg.needed:
                     events.append(f"exhausted:{cid}")
-                    continue
-                arg.progress += 1
-                gain += preset.arg_gain * self._weight(cid)
-                step.addressed.append(cid)
-                events.append(f"addressed:{cid}")
-                if not arg.voiced:
-                    events.append(f"proactive:{cid}")
+                else:
+                    arg.progress += 1
+                    gain = preset.arg_gain * self._weight(cid)
+                    step.addressed.append(cid)
+                    events.append(f"addressed:{cid}")
+                    if not arg.voiced:
+                        events.append(f"proactive:{cid}")
         self.addressed_last = list(step.addressed)
         quoted = self.stated_ask
         if gain > 0:
@@ -648,6 +661,33 @@ class SellerUser:
             step.kind = "inquiry" if p.question else "greeting"
         self.last_counter = self.stated_ask
         return step
+
+    def _argument(self, p: Any, events: list[str]) -> str | None:
+        """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
+
+        A turn argues what it is closest to: a side match far below the best one (a remark on
+        wear that also resembles a market remark) does not count. Of the arguments it touches,
+        only the best is credited (near-ties: the persona's own, strongest concern); touching
+        two or more costs a little mood (``multi_topic``).
+        """
+        preset = self.preset
+        best = max(p.unlock.values(), default=0.0)
+        touched = [
+            cid
+            for cid in self.arguments
+            if p.unlock[cid] >= preset.unlock_threshold
+            and p.unlock[cid] >= p.anti[cid]
+            and p.unlock[cid] >= best - preset.unlock_margin
+        ]
+        if not touched:
+            return None
+        if len(touched) >= 2:
+            self.mood = max(-1.0, self.mood - preset.stuffing_mood)
+            events.append("multi_topic")
+        top = max(p.unlock[cid] for cid in touched)
+        tied = [cid for cid in touched if p.unlock[cid] >= top - preset.tie_margin]
+        # max() keeps the first of equals: the card's concern order breaks exact ties.
+        return max(tied, key=lambda cid: (self.arguments[cid].strength, p.unlock[cid]))
 
     def _hold(self) -> str:
         return self.decision if self.decision in ("neutral", "positive") else "neutral"

@@ -1,0 +1,423 @@
+"""CraigslistBargain integrity (issue 13): capitulating is not winning, one argument a turn.
+
+* A deal at the listing price has utility 0: SL 0 and, with the shipped strict card
+  (``judge.success.inclusive = false``), no success — its AT counts as T.
+* The paper's inclusive convention stays reachable (``DealJudge(card, inclusive=True)``).
+* SL (PPDPP's sale-to-list ratio) is in the per-episode records, ``summary.json``, the console
+  table and the md/csv/HTML reports for CB, and absent for other tasks; CB rows rank by SL.
+* The embedded seller credits one argument per turn; stuffing several costs a little mood.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import io
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dialogue_gym
+from dialogue_gym import metrics
+from dialogue_gym.cards import CardError, load_card, parse_card
+from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, evaluate
+from dialogue_gym.judges.base import Exchange
+from dialogue_gym.judges.deal import DealJudge
+from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.prices import asking_price_in, format_price, offer_in
+from dialogue_gym.report import csv_table, html_report, load_run, markdown_table
+from dialogue_gym.users.base import UserTurn
+from dialogue_gym.users.persona import persona_bank
+from dialogue_gym.users.seller import HARD, Listing, SellerUser
+
+GREETING = "Hi! Is this still available?"
+ARGUE_CONDITION = "I noticed some scratches and wear, so it isn't really like new anymore."
+STUFFED = (
+    "I noticed some scratches and wear, so it isn't really like new anymore. I've seen the same "
+    "model listed for quite a bit less nearby. I can pick it up today and pay in cash. My budget "
+    "is really tight right now."
+)
+PRIV = {"listing_price": 500.0, "buyer_target": 350.0, "deal": True, "deal_price": 450.0}
+OPENING = [("system", GREETING), ("user", "Hi! It's the bike. I'm asking $500.")]
+
+
+class ListPriceBuyer:
+    """The exploit: "Is it still available?" then "Deal at $LISTING"."""
+
+    def __init__(self, card: Any = None, **kwargs: Any) -> None:
+        self.listing: float | None = None
+
+    def reset(self, seed: int | None = None) -> None:
+        self.listing = None
+
+    def act(self, observation: dict[str, Any]) -> str:
+        replies = [t["text"] for t in observation["history"] if t["speaker"] == 1]
+        if not replies:
+            return GREETING
+        if self.listing is None:
+            self.listing = asking_price_in(replies[0])
+        return f"Deal at {format_price(self.listing or 0.0)}."
+
+
+EXPLOIT = f"{__file__}:ListPriceBuyer"
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_card("cb")
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return make_encoder("minilm")
+
+
+@pytest.fixture(scope="module")
+def seller_factory(card, encoder):
+    listing = Listing(
+        id="T-1",
+        category="bikes",
+        title="Trek FX 3 hybrid bike",
+        price=500.0,
+        buyer_target=350.0,
+        bottom_quantile=0.5,
+        highlight="It rides smooth.",
+        flaw="some rust on the chain",
+    )
+    persona = dataclasses.replace(persona_bank(card)[0], concerns=(("condition", 0.9),))
+
+    def factory(preset="hard", seed=0):
+        seller = SellerUser(card, encoder, preset=preset, personas=(persona,), listings=(listing,))
+        seller.reset(np.random.default_rng(seed))
+        return seller
+
+    return factory
+
+
+def _exchange(card, history, privileged):
+    turn = UserTurn(history[-1][1], "agree", card.target, True)
+    return Exchange(
+        index=len(history) // 2,
+        history=tuple(history),
+        system=history[-2][1],
+        user=history[-1][1],
+        turn=turn,
+        privileged=privileged,
+    )
+
+
+# -- the judge: a deal at the listing price is not a success -----------------------------------
+
+
+def test_card_is_strict_and_other_cards_stay_inclusive(card):
+    assert card.success_judge.inclusive is False and card.success_judge.threshold == 0.0
+    assert not card.success_judge.passes(0.0) and card.success_judge.passes(0.01)
+    assert load_card("p4g").success_judge.inclusive is True  # the default, backwards compatible
+
+
+def test_inclusive_field_is_validated():
+    from importlib import resources
+
+    import tomllib
+
+    text = (resources.files("dialogue_gym.catalog") / "cb.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    data["judge"]["success"]["inclusive"] = "no"
+    with pytest.raises(CardError, match="inclusive"):
+        parse_card(data)
+    del data["judge"]["success"]["inclusive"]
+    assert parse_card(data).success_judge.inclusive is True  # a card without the field
+
+
+def test_list_price_acceptance_scores_sl_zero_and_is_no_success(card):
+    history = [*OPENING, ("system", "Deal at $500."), ("user", "Deal at $500. It's yours.")]
+    judgment = DealJudge(card).judge(_exchange(card, history, {**PRIV, "deal_price": 500.0}))
+    assert judgment.label == "deal" and judgment.deal_price == 500.0
+    assert judgment.utility == 0.0
+    assert not judgment.success
+    step = {"success": judgment.success, **judgment.details}
+    assert metrics.sl_from_steps([step]) == 0.0
+    # The paper's convention (MASP C.7: utility >= 0) stays reachable.
+    assert (
+        DealJudge(card, inclusive=True)
+        .judge(_exchange(card, history, {**PRIV, "deal_price": 500.0}))
+        .success
+    )
+
+
+def test_a_deal_below_the_listing_is_a_success(card):
+    history = [*OPENING, ("system", "Would you take $490?"), ("user", "Deal at $490.")]
+    judgment = DealJudge(card).judge(_exchange(card, history, {**PRIV, "deal_price": 490.0}))
+    assert judgment.success and judgment.utility == pytest.approx(10 / 150)
+
+
+def test_buyer_accepting_a_lower_counter_succeeds_with_its_sl():
+    env = dialogue_gym.make("CB-hard", encoder="minilm", privileged=True)
+    env.reset(seed=3)
+    steps = []
+    *_, infos = env.step({"system": GREETING})
+    steps.append(infos["system"])
+    listing = infos["system"]["privileged"]["listing_price"]
+    target = infos["system"]["privileged"]["buyer_target"]
+    offer = format_price(round(0.7 * listing))
+    obs, *_, infos = env.step({"system": f"{ARGUE_CONDITION} Would you take {offer}?"})
+    steps.append(infos["system"])
+    counter = offer_in(obs["system"]["history"][-1]["text"], listing)
+    assert counter is not None and counter < listing
+    _, _, term, _, infos = env.step({"system": "Okay, you've got a deal at your price."})
+    steps.append(infos["system"])
+    info = infos["system"]
+    assert term["system"] and info["success"] and info["deal_price"] == counter
+    expected = (counter - listing) / (target - listing)
+    assert info["utility"] == pytest.approx(expected) and expected > 0
+    assert metrics.sl_from_steps(steps) == pytest.approx(expected)
+    assert info["episode"]["success_turn"] == 3
+
+
+def test_the_exploit_runs_to_T_with_sl_zero(tmp_path):
+    result = evaluate(
+        EXPLOIT, "CB-hard", episodes=3, env_kwargs={"encoder": "hashing"}, progress=False
+    )
+    for record in result.records:
+        assert record["success"] is False and record["turns"] == record["T"] == 8
+        assert "deal" in record["labels"]  # a deal was struck — at the listing price
+        assert record["sl"] == 0.0
+    row = result.summaries[0]
+    assert row["sr"] == 0.0 and row["at"] == 8.0 and row["sl"] == 0.0
+
+
+# -- SL everywhere for CB, nowhere else --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cb_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cb") / "run"
+    evaluate(
+        [EXPLOIT, "scripted"],
+        "CB-hard",
+        episodes=4,
+        out=out,
+        env_kwargs={"encoder": "hashing"},
+        progress=False,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def p4g_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("p4g") / "run"
+    evaluate(
+        "scripted",
+        "P4G-hard",
+        episodes=2,
+        out=out,
+        env_kwargs={"encoder": "hashing"},
+        agent_kwargs={"encoder": "hashing"},
+        progress=False,
+    )
+    return out
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (path / EPISODES_FILE).read_text().splitlines()]
+
+
+def test_sl_in_cb_records_summary_and_tables(cb_run):
+    records = _lines(cb_run)
+    assert all(isinstance(r["sl"], float) for r in records)
+    summaries = json.loads((cb_run / SUMMARY_FILE).read_text())["summaries"]
+    for row in summaries:
+        assert row["sl"] is not None and len(row["sl_ci"]) == 2
+        mine = [r["sl"] for r in records if r["agent"] == row["agent"]]
+        assert row["sl"] == pytest.approx(sum(mine) / len(mine))
+    md = markdown_table(cb_run)
+    header = md.splitlines()[0]
+    assert "| SR@8 [95% CI] | SL [95% CI] | AT [95% CI] |" in header
+    rows = list(csv.DictReader(io.StringIO(csv_table(cb_run))))
+    assert all(r["sl"] != "" and r["sl_ci_low"] != "" for r in rows)
+    html = html_report(cb_run)
+    assert "SL [95% CI]" in html and "sale-to-list" in html
+
+
+def test_no_sl_outside_negotiation(p4g_run):
+    records = _lines(p4g_run)
+    assert all("sl" not in r for r in records)
+    row = json.loads((p4g_run / SUMMARY_FILE).read_text())["summaries"][0]
+    assert "sl" not in row and "sl_ci" not in row
+    assert "SL" not in markdown_table(p4g_run).splitlines()[0]
+    assert all(r["sl"] == "" for r in csv.DictReader(io.StringIO(csv_table(p4g_run))))
+    assert "SL [95% CI]" not in html_report(p4g_run)
+    table = metrics.format_table(metrics.rank_rows([{"agent": "a", "env_id": "P4G", **row}]))
+    assert " SL " not in table.splitlines()[0]
+
+
+def test_cli_table_shows_sl_for_cb(tmp_path, capsys):
+    from dialogue_gym.cli import main
+
+    args = ["eval", "CB-hard", "--agent", EXPLOIT, "--agent", "scripted", "--episodes", "2"]
+    code = main([*args, "--encoder", "hashing", "--no-progress", "--out", str(tmp_path / "run")])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0]
+    assert header.index("SR@8") < header.index("SL") < header.index("AT")
+    body = lines[2:4]
+    assert body[0].startswith("scripted") and body[1].startswith(EXPLOIT)  # ranked by SL
+
+
+# -- ranking: CB by SL, the AT of a capitulation wins nothing ----------------------------------
+
+
+def _row(agent: str, env_id: str, sr: float, at: float, sl: float | None = None):
+    row: dict[str, Any] = {"agent": agent, "env_id": env_id, "sr": sr, "at": at, "T": 8}
+    if sl is not None:
+        row.update(sl=sl, sl_ci=[sl, sl])
+    return row
+
+
+def test_rank_rows_orders_cb_by_sl_and_leaves_others():
+    rows = [
+        _row("fast", "CB-hard-v0", sr=1.0, at=2.0, sl=0.0),
+        _row("fast", "P4G-hard-v0", sr=0.2, at=7.0),
+        _row("good", "CB-hard-v0", sr=0.8, at=6.5, sl=0.3),
+        _row("good", "P4G-hard-v0", sr=0.9, at=4.0),
+        _row("mid", "CB-hard-v0", sr=0.9, at=6.0, sl=0.3),
+    ]
+    ranked = metrics.rank_rows(rows)
+    assert [(r["agent"], r["env_id"]) for r in ranked] == [
+        ("mid", "CB-hard-v0"),  # same SL as "good", higher SR
+        ("fast", "P4G-hard-v0"),
+        ("good", "CB-hard-v0"),
+        ("good", "P4G-hard-v0"),
+        ("fast", "CB-hard-v0"),  # SR 1.0 and AT 2 from capitulating: last
+    ]
+    assert rows[0]["agent"] == "fast"  # the input is not reordered
+
+
+def test_report_leaderboard_ranks_cb_by_sl(tmp_path):
+    def record(agent: str, episode: int, success_turn: int | None, sl: float) -> dict[str, Any]:
+        n = success_turn or 8
+        return {
+            "agent": agent,
+            "env_id": "CB-hard-v0",
+            "episode": episode,
+            "seed": episode,
+            "success": success_turn is not None,
+            "success_turn": success_turn,
+            "turns": n,
+            "T": 8,
+            "q": [1] * n,
+            "errored": False,
+            "sl": sl,
+        }
+
+    records = [record("capitulator", i, 2, 0.0) for i in range(4)]
+    records += [record("haggler", i, 7 if i else None, 0.4 if i else 0.0) for i in range(4)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / EPISODES_FILE).write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    md = markdown_table(run).splitlines()
+    assert md[2].startswith("| haggler | CB-hard-v0 | 0.75 [") and "| 0.30 [" in md[2]
+    assert md[3].startswith("| capitulator |")
+    rows = list(csv.DictReader(io.StringIO(csv_table(run))))
+    assert [r["agent"] for r in rows] == ["haggler", "capitulator"]
+    html = html_report(load_run(run))
+    assert html.index("haggler") < html.index("capitulator")
+
+
+def test_worst_case_reports_sl_for_cb(tmp_path):
+    result = evaluate(
+        "scripted",
+        ["CB-soft", "CB-hard"],
+        episodes=2,
+        env_kwargs={"encoder": "hashing"},
+        progress=False,
+    )
+    worst = result.worst_case()["scripted"]["CB"]
+    assert set(worst) == {"sr", "rcsr", "sl"}
+    env_id, value = worst["sl"]
+    by_env = {row["env_id"]: row["sl"] for row in result.summaries}
+    assert value == pytest.approx(min(by_env.values())) and by_env[env_id] == value
+
+
+# -- the seller: one argument per turn ----------------------------------------------------------
+
+
+def _credited(events) -> list[str]:
+    return [e for e in events if e.startswith("addressed:")]
+
+
+def test_two_arguments_in_one_turn_credit_only_one(seller_factory):
+    seller = seller_factory()
+    seller.respond(GREETING)
+    turn = seller.respond(f"{STUFFED} Would you take $350?")
+    assert len(_credited(turn.events)) == 1 and "multi_topic" in turn.events
+    assert sum(arg.progress for arg in seller.arguments.values()) == 1
+    concerns = seller.privileged()["concerns"]
+    assert sum(c["progress"] for c in concerns.values()) <= 1
+
+
+def test_stuffing_earns_no_more_than_the_best_argument_and_costs_mood(seller_factory):
+    stuffed, single = seller_factory(), seller_factory()
+    for seller in (stuffed, single):
+        seller.respond(GREETING)
+    turn = stuffed.respond(f"{STUFFED} Would you take $350?")
+    credited = _credited(turn.events)[0].split(":", 1)[1]
+    one = {
+        "condition": ARGUE_CONDITION,
+        "market": "I've seen the same model listed for quite a bit less nearby.",
+        "convenience": "I can pick it up today and pay in cash.",
+        "budget": "My budget is really tight right now.",
+    }[credited]
+    single_turn = single.respond(f"{one} Would you take $350?")
+    assert _credited(single_turn.events) == [f"addressed:{credited}"]
+    assert "multi_topic" not in single_turn.events
+    assert stuffed.ask == pytest.approx(single.ask)  # the same one argument's worth
+    assert stuffed.mood == pytest.approx(single.mood - HARD.stuffing_mood)
+
+
+def test_ties_go_to_the_personas_own_concern(seller_factory):
+    seller = seller_factory()  # the persona's concern: condition (strength 0.9)
+    scores = {"condition": 0.70, "market": 0.71, "convenience": 0.3, "budget": 0.3}
+    anti = dict.fromkeys(scores, 0.0)
+    events: list[str] = []
+    chosen = seller._argument(types.SimpleNamespace(unlock=scores, anti=anti), events)
+    assert chosen == "condition" and events == ["multi_topic"]
+    clear = dict(scores, market=0.80)  # not a tie: the best argument wins
+    assert seller._argument(types.SimpleNamespace(unlock=clear, anti=anti), []) == "market"
+    side = dict(scores, condition=0.45)  # below threshold: touched once, no stuffing
+    events = []
+    assert seller._argument(types.SimpleNamespace(unlock=side, anti=anti), events) == "market"
+    assert events == []
+
+
+def test_an_exhausted_best_argument_earns_nothing(seller_factory):
+    seller = seller_factory()
+    seller.respond(GREETING)
+    seller.arguments["condition"].progress = seller.arguments["condition"].needed
+    ask = seller.ask
+    turn = seller.respond(ARGUE_CONDITION)
+    assert "exhausted:condition" in turn.events and not _credited(turn.events)
+    assert seller.ask == ask
+
+
+def test_seller_reads_prices_on_the_normalized_view(seller_factory):
+    seller = seller_factory()
+    seller.respond(GREETING)
+    seller.respond("Would you take $4\u200b50?")  # a zero-width space inside the number
+    assert seller.last_offer == 450.0
+
+
+def test_inclusive_judge_through_make():
+    env = dialogue_gym.make(
+        "CB-hard", encoder="hashing", success_judge=functools.partial(DealJudge, inclusive=True)
+    )
+    env.reset(seed=0)
+    env.step({"system": GREETING})
+    listing = asking_price_in(env.history[-1][1])
+    _, _, term, _, infos = env.step({"system": f"Deal at {format_price(listing)}."})
+    assert term["system"] and infos["system"]["success"]  # the paper's convention

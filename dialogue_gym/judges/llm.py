@@ -244,8 +244,9 @@ class LLMSuccessJudge:
                 utility = buyer_utility(price, listing, target)
             except ValueError:
                 utility = None
-        threshold = self.card.success_judge.threshold
-        success = deal and utility is not None and utility >= threshold - 1e-9
+        # The card's rule (CB: strictly above the threshold, so paying the list price is not
+        # a success), the same as the embedded DealJudge.
+        success = deal and utility is not None and self.card.success_judge.passes(utility)
         labels = self.card.success_judge.labels
         rewards = tuple(labels[v] for v in votes)
         return LLMDealJudgment(

@@ -1,0 +1,110 @@
+"""Can the embedded world be gamed? Every adversary against `scripted` on every registered env.
+
+Runs each adversary of :mod:`dialogue_gym.testing.adversaries` (including the search-based
+open-loop attacker, which first searches its fixed script against the env on training seeds
+far from the evaluation seeds) and the project's ``scripted`` agent for ``--episodes`` seeded
+episodes per env, then prints SR, AT, RCSR (and SL for negotiation) per cell and checks the
+integrity targets of issue 13:
+
+* hard envs: every adversary's SR is at most ``--ratio`` (0.5) of ``scripted``'s and never
+  above it; on negotiation its SL is never above ``scripted``'s;
+* soft envs: RCSR separates them (``scripted`` RCSR − adversary RCSR ≥ ``--rcsr-gap``).
+
+Each cell that misses is printed as MISS, and the exit status is 1 when any does.
+
+    OMP_NUM_THREADS=1 python benchmarks/adversaries.py                 # 50 episodes, MiniLM
+    python benchmarks/adversaries.py --envs P4G-hard CB-hard --episodes 20 --search-episodes 8
+
+Torch runs with one thread (small batches on shared cores; see README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.registry import registry
+from dialogue_gym.testing.adversaries import ADVERSARIES
+
+
+def _row(agent: str, env_id: str, args: argparse.Namespace) -> dict[str, float]:
+    kwargs = {}
+    path = agent
+    if agent in ADVERSARIES:
+        path = f"dialogue_gym.testing.adversaries:{ADVERSARIES[agent].__name__}"
+        if agent == "open_loop_search":
+            kwargs = {
+                "env_id": env_id,
+                "train_episodes": args.search_episodes,
+                "rounds": args.search_rounds,
+                "candidates": args.search_candidates,
+                "encoder": args.encoder,
+            }
+    result = evaluate(
+        [path],
+        [env_id],
+        episodes=args.episodes,
+        seed=args.seed,
+        env_kwargs={"encoder": args.encoder},
+        agent_kwargs=kwargs,
+        progress=False,
+    )
+    return dict(result.summaries[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the benchmark; returns 1 when a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="*", help="env ids (default: every registered env)")
+    parser.add_argument("--agents", nargs="*", default=list(ADVERSARIES), help="adversaries")
+    parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes per cell")
+    parser.add_argument("--seed", type=int, default=0, help="seed of evaluation episode 0")
+    parser.add_argument("--encoder", default="minilm", help="encoder of every env")
+    parser.add_argument("--search-episodes", type=int, default=20, help="attacker's train seeds")
+    parser.add_argument("--search-rounds", type=int, default=2, help="coordinate-ascent passes")
+    parser.add_argument("--search-candidates", type=int, default=24, help="lines per position")
+    parser.add_argument("--ratio", type=float, default=0.5, help="max adversary/scripted SR")
+    parser.add_argument("--rcsr-gap", type=float, default=0.2, help="min soft RCSR separation")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    envs = args.envs or sorted(registry)
+    misses = 0
+    header = f"{'env':<18} {'agent':<18} {'SR':>5} {'AT':>5} {'RCSR':>5} {'SL':>6}  check"
+    print(header)
+    print("-" * len(header))
+    for env_id in envs:
+        start = time.perf_counter()
+        base = _row("scripted", env_id, args)
+        hard = "-hard" in env_id
+        sl_base = base.get("sl")
+        print(
+            f"{env_id:<18} {'scripted':<18} {base['sr']:5.2f} {base['at']:5.2f} "
+            f"{base['rcsr']:5.2f} {'' if sl_base is None else f'{sl_base:6.2f}'}"
+        )
+        for agent in args.agents:
+            row = _row(agent, env_id, args)
+            sl = row.get("sl")
+            if hard:
+                ok = row["sr"] <= args.ratio * base["sr"] + 1e-9 and row["sr"] <= base["sr"]
+                if sl is not None and sl_base is not None:
+                    ok = ok and sl <= sl_base + 1e-9
+                check = f"SR <= {args.ratio:g}x scripted" + ("" if ok else "  MISS")
+            else:
+                ok = base["rcsr"] - row["rcsr"] >= args.rcsr_gap - 1e-9
+                check = f"RCSR gap {base['rcsr'] - row['rcsr']:+.2f}" + ("" if ok else "  MISS")
+            misses += not ok
+            print(
+                f"{'':<18} {agent:<18} {row['sr']:5.2f} {row['at']:5.2f} {row['rcsr']:5.2f} "
+                f"{'' if sl is None else f'{sl:6.2f}'}  {check}"
+            )
+        print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+    print(f"\n{misses} cell(s) missed" if misses else "\nevery cell holds")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,6 +53,14 @@ TINY_CARD = textwrap.dedent(
     threshold = 0.6
     n = 3
 
+    # The plumbing tests script a persuader that answers the tiny users' concerns before they
+    # voice them: credit proactive answers in full here (the shipped cards give half).
+    [presets.hard]
+    proactive_credit = 1.0
+
+    [presets.soft]
+    proactive_credit = 1.0
+
     [cues]
     ask = ["\\bdonat", "\\bgive\\b"]
     greeting = ["\\bhello\\b", "\\bhi\\b"]

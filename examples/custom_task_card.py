@@ -181,13 +181,18 @@ def main() -> None:
 
         env = dialogue_gym.make("Garden-hard", render_mode="ansi", **env_kwargs)
         _, infos = env.reset(seed=0)
-        # A hand-written policy: greet, answer both concerns, then ask.
-        plan = ["greeting", "time-reassurance", "skills-reassurance", "ask", "ask", "ask"]
+        # A hand-written policy that listens: greet, ask, and answer the concern the user voices
+        # (hard users credit an answer in full only once they have raised the concern).
         templates = {s.name: s.templates[0] for s in card.strategies}
-        for strategy in plan:
+        answers = {c: s.name for s in card.strategies for c in s.addresses}
+        reply = ""
+        for exchange in range(card.max_exchanges):
             if not env.agents:
                 break
-            _, rewards, _, _, infos = env.step({"system": templates[strategy]})
+            raised = [c.id for c in card.concerns if any(v in reply for v in c.voice)]
+            strategy = answers[raised[0]] if raised else ("greeting" if exchange == 0 else "ask")
+            observations, rewards, _, _, infos = env.step({"system": templates[strategy]})
+            reply = observations["system"]["history"][-1]["text"] if env.agents else ""
             info = infos["system"]
             print(
                 f"exchange {info['exchange']}: {strategy:<18} r_S={rewards['system']:+.3f} "

@@ -200,4 +200,6 @@ def test_ed_generic_sympathy_never_resolves_hard_speakers(ed):
 def test_ed_soft_speakers_are_biased_and_rcsr_catches_it(ed):
     soft, hard = ed["dismissive", "ED-soft"], ed["dismissive", "ED-hard"]
     assert soft["sr"] >= hard["sr"] + 0.3
-    assert soft["rcsr"] <= soft["sr"] - 0.3
+    # RCSR discounts at least half of the biased successes (issue 13 lowered soft SR, so an
+    # absolute gap of 0.3 no longer fits: SR 0.46, RCSR 0.17 at the time of writing).
+    assert soft["rcsr"] <= 0.5 * soft["sr"]

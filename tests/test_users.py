@@ -45,6 +45,8 @@ def test_persona_bank_is_large_diverse_and_deterministic(card):
 
 def test_addressing_a_concern_with_a_reason_moves_it(card, encoder):
     user = user_with(card, encoder, "hard", (("affordability", 0.5), ("trust", 0.5)))
+    for concern in user.concerns.values():
+        concern.voiced = True  # answers to concerns the user has raised earn full credit
     before = user.willingness
     turn = user.respond(card.concern("affordability").unlock[0])
     assert "addressed:affordability" in turn.events
@@ -118,6 +120,7 @@ def test_soft_user_concessions_without_reason_are_flagged(card, encoder):
 
 def test_bdi_follows_state(card, encoder):
     user = user_with(card, encoder, "hard", (("affordability", 0.5),))
+    user.concerns["affordability"].voiced = True
     start = user.state
     assert start.belief == card.concern("affordability").belief_unresolved
     user.respond(card.concern("affordability").unlock[1])

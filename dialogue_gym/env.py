@@ -632,8 +632,11 @@ class DialogueEnv(ParallelEnv):
             "s": [round(v, 6) for v in trace["s"]],
             "labels": list(trace["labels"]),
             "scores": [round(v, 6) for v in trace["scores"]],
-            "return_system": float(sum(trace["r_system"])),
-            "return_user": float(sum(trace["r_user"])),
+            # Returns Σ_t γ^t r_t (γ of the reward weights, MASP's objective) and the plain sums.
+            "return_system": _discounted(trace["r_system"], self.weights.gamma),
+            "return_user": _discounted(trace["r_user"], self.weights.gamma),
+            "sum_reward_system": float(sum(trace["r_system"])),
+            "sum_reward_user": float(sum(trace["r_user"])),
             "fallbacks": self._fallback_count,
             **self._concern_metrics(),
             **{k: v for k, v in self._outcome.items() if k in ("deal_price", "utility")},
@@ -691,6 +694,11 @@ class DialogueEnv(ParallelEnv):
             "proactivity": len(anticipated & set(concerns)) / len(concerns),
             "proactive_turns": initiative,
         }
+
+
+def _discounted(rewards: Sequence[float], gamma: float) -> float:
+    """The episode's discounted return ``Σ_t γ^t r_t`` (t from 0 at the first exchange)."""
+    return float(sum(gamma**t * r for t, r in enumerate(rewards)))
 
 
 def _phase(concern: Mapping[str, Any]) -> str:

@@ -33,6 +33,23 @@ def test_one_step_is_one_exchange(make_env):
     assert "privileged" not in infos["system"]
 
 
+def test_episode_record_discounts_both_returns(make_env):
+    env = make_env(weights={"gamma": 0.5})
+    env.reset(seed=2)
+    r_system, r_user = [], []
+    infos: dict = {}
+    while env.agents:
+        _, rewards, _, _, infos = env.step({"system": "Save the Children helps kids. Donate?"})
+        r_system.append(rewards["system"])
+        r_user.append(rewards["user"])
+    record = infos["system"]["episode"]
+    assert len(r_system) >= 2  # so that the discount matters
+    for seat, rewards in (("system", r_system), ("user", r_user)):
+        discounted = sum(0.5**t * r for t, r in enumerate(rewards))
+        assert record[f"return_{seat}"] == pytest.approx(discounted)
+        assert record[f"sum_reward_{seat}"] == pytest.approx(sum(rewards))
+
+
 def test_hidden_state_not_in_system_observation(make_env):
     env = make_env(privileged=False)
     obs, _ = env.reset(seed=3)

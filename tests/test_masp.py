@@ -192,7 +192,7 @@ def test_play_pays_each_exchange_to_the_learner(run_dir: Path, card) -> None:
     ]
     selfplay = SelfPlay(card, load_models(ckpt, card), silver, config)
     generator = torch.Generator().manual_seed(0)
-    for learner, key in (("system", "return_system"), ("user", "return_user")):
+    for learner, key in (("system", "sum_reward_system"), ("user", "sum_reward_user")):
         rollout = selfplay.rollout(9, learner, generator)
         assert len(rollout.records) == 4
         assert sum(rollout.rewards) == pytest.approx(sum(r[key] for r in rollout.records))

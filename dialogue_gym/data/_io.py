@@ -18,6 +18,7 @@ from typing import Any
 from dialogue_gym.data.errors import CorpusError
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "as_float",
     "as_int",
     "as_str",
@@ -26,6 +27,8 @@ __all__ = [
     "iter_csv",
     "iter_json_container",
     "iter_jsonl",
+    "lines_of",
+    "read_head",
     "read_text",
     "require",
     "walk",
@@ -61,8 +64,53 @@ def canonical_split(name: str | None) -> str | None:
     return _SPLIT_ALIASES.get(name.strip().lower())
 
 
+def _check_head(path: Path, head: bytes, what: str) -> int:
+    """Refuses UTF-16/UTF-32 and NUL-filled starts; returns the length of a UTF-8 BOM (0 or 3).
+
+    Raises:
+        CorpusError: The bytes start with a UTF-16/UTF-32 byte-order mark or are mostly NULs.
+    """
+    for bom, name in (
+        (codecs.BOM_UTF32_LE, "UTF-32"),
+        (codecs.BOM_UTF32_BE, "UTF-32"),
+        (codecs.BOM_UTF16_LE, "UTF-16"),
+        (codecs.BOM_UTF16_BE, "UTF-16"),
+    ):
+        if head.startswith(bom):
+            raise CorpusError(
+                path,
+                1,
+                f"the file is {name}-encoded; expected UTF-8 {what}. Re-save it as UTF-8 "
+                f"(e.g. `iconv -f {name} -t UTF-8`).",
+            )
+    bom = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+    sample = head[bom : bom + 4096]
+    if sample.count(b"\x00") > len(sample) // 4:
+        raise CorpusError(
+            path,
+            1,
+            f"the file holds NUL bytes (it looks UTF-16-encoded without a byte-order mark); "
+            f"expected UTF-8 {what}",
+        )
+    return bom
+
+
+def _not_utf8(
+    path: Path, line: int, data: bytes, exc: UnicodeDecodeError, what: str, offset: int = 0
+) -> CorpusError:
+    return CorpusError(
+        path,
+        line,
+        f"byte 0x{data[exc.start]:02x} at offset {offset + exc.start} is not valid UTF-8; "
+        f"expected UTF-8 {what} (is the file latin-1/cp1252? re-save it as UTF-8, e.g. "
+        f"`iconv -f latin1 -t UTF-8`)",
+    )
+
+
 def read_text(path: Path, what: str = "text") -> str:
     """Reads a whole file as UTF-8 text (a UTF-8 byte-order mark is allowed).
+
+    Line ends are kept as they are (no newline translation).
 
     Args:
         path: The file.
@@ -72,42 +120,47 @@ def read_text(path: Path, what: str = "text") -> str:
         CorpusError: The file is empty, UTF-16/UTF-32, or not valid UTF-8.
     """
     data = path.read_bytes()
-    for bom, name in (
-        (codecs.BOM_UTF32_LE, "UTF-32"),
-        (codecs.BOM_UTF32_BE, "UTF-32"),
-        (codecs.BOM_UTF16_LE, "UTF-16"),
-        (codecs.BOM_UTF16_BE, "UTF-16"),
-    ):
-        if data.startswith(bom):
-            raise CorpusError(
-                path,
-                1,
-                f"the file is {name}-encoded; expected UTF-8 {what}. Re-save it as UTF-8 "
-                f"(e.g. `iconv -f {name} -t UTF-8`).",
-            )
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
+    bom = _check_head(path, data[:4100], what)
+    if bom:
+        data = data[bom:]
     if not data.strip():
         raise CorpusError(path, None, f"the file is empty; expected UTF-8 {what}")
-    head = data[:4096]
-    if head.count(b"\x00") > len(head) // 4:
-        raise CorpusError(
-            path,
-            1,
-            f"the file holds NUL bytes (it looks UTF-16-encoded without a byte-order mark); "
-            f"expected UTF-8 {what}",
-        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise CorpusError(
-            path,
-            line,
-            f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8; expected "
-            f"UTF-8 {what} (is the file latin-1/cp1252? re-save it as UTF-8, e.g. "
-            f"`iconv -f latin1 -t UTF-8`)",
-        ) from None
+        raise _not_utf8(path, line, data, exc, what) from None
+
+
+def read_head(path: Path, size: int = 4096, what: str = "text") -> str:
+    """The first ``size`` bytes of a UTF-8 file as text (for format detection).
+
+    A character cut at the end is dropped; a UTF-8 byte-order mark is skipped.
+
+    Raises:
+        CorpusError: The file is UTF-16/UTF-32 or its start is not valid UTF-8.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(size)
+    head = head[_check_head(path, head, what) :]
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
+            return head[: exc.start].decode("utf-8")
+        raise _not_utf8(path, head.count(b"\n", 0, exc.start) + 1, head, exc, what) from None
+
+
+def lines_of(text: str) -> list[str]:
+    r"""Splits text into lines at ``\n`` only (``\r\n`` ends are trimmed to the line).
+
+    Unlike :meth:`str.splitlines`, a raw U+2028, U+2029, U+0085, form feed or vertical tab
+    inside a line does not split it: the corpus formats end records at ``\n``.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def ensure_not_empty(path: Path, what: str = "text") -> None:
@@ -169,31 +222,113 @@ def iter_csv(
         start = reader.line_num + 1
 
 
-def iter_jsonl(path: Path, text: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yields ``(line, object)`` for every non-blank line of a JSON Lines file.
+MAX_LINE_BYTES = 256 * 2**20
+"""The longest JSON Lines line :func:`iter_jsonl` reads (256 MiB): a longer one is a
+:class:`CorpusError`, so a corrupt or hostile file cannot make a loader hold several copies of
+one huge line in memory."""
+
+_CHUNK = 2**16
+
+
+def _decode_line(
+    path: Path, number: int, raw: bytes | str, offset: int = 0
+) -> dict[str, Any] | None:
+    """The JSON object on one line, ``None`` for a blank line.
 
     Raises:
-        CorpusError: A line is not valid JSON or not a JSON object.
+        CorpusError: Invalid UTF-8, invalid or too deeply nested JSON, or not an object.
     """
-    if text is None:
-        text = read_text(path, "JSON Lines")
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
+    if isinstance(raw, bytes):
         try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(
-                path,
-                number,
-                f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per "
-                f"line (is the line truncated?)",
-            ) from None
-        if not isinstance(record, dict):
-            raise CorpusError(
-                path, number, f"expected a JSON object, found {type(record).__name__}"
-            )
-        yield number, record
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, number, raw, exc, "JSON Lines", offset) from None
+    if not raw.strip():
+        return None
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(
+            path,
+            number,
+            f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per "
+            f"line (is the line truncated?)",
+        ) from None
+    except RecursionError:
+        raise CorpusError(path, number, _TOO_DEEP) from None
+    if not isinstance(record, dict):
+        raise CorpusError(path, number, f"expected a JSON object, found {type(record).__name__}")
+    return record
+
+
+def iter_jsonl(
+    path: Path, text: str | None = None, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    r"""Yields ``(line, object)`` for every non-blank line of a JSON Lines file.
+
+    Lines end at ``\n`` only (``\r\n`` works too): a raw U+2028 or U+0085 inside a JSON
+    string is valid and stays in the line. The file is read one line at a time, and a line
+    longer than ``max_line_bytes`` is refused before it is read whole.
+
+    Args:
+        path: The file.
+        text: The file's text when already read (then it is split in memory).
+        max_line_bytes: The longest line accepted; default :data:`MAX_LINE_BYTES`.
+
+    Raises:
+        CorpusError: The file is empty, not UTF-8, or a line is too long, not valid JSON, or
+            not a JSON object.
+    """
+    limit = MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+    if text is not None:
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        found = False
+        for number, line in enumerate(lines_of(text), start=1):
+            if len(line) > limit:  # characters: at most the byte length
+                raise CorpusError(path, number, _too_long(limit))
+            record = _decode_line(path, number, line)
+            if record is not None:
+                found = True
+                yield number, record
+        if not found:
+            raise CorpusError(path, None, "the file is empty; expected UTF-8 JSON Lines")
+        return
+    found = False
+    with path.open("rb") as handle:
+        offset = _check_head(path, handle.read(4100), "JSON Lines")
+        handle.seek(offset)
+        number = 0
+        while True:
+            raw = handle.readline(limit + 2)  # the line, its "\r\n" and no more
+            if not raw:
+                break
+            number += 1
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            line = line[:-1] if line.endswith(b"\r") else line
+            if len(line) > limit:
+                raise CorpusError(path, number, _too_long(limit))
+            record = _decode_line(path, number, line, offset)
+            offset += len(raw)
+            if record is not None:
+                found = True
+                yield number, record
+    if not found:
+        raise CorpusError(path, None, "the file is empty; expected UTF-8 JSON Lines")
+
+
+def _too_long(limit: int) -> str:
+    return (
+        f"the line is longer than {limit:,} bytes, the most a JSON Lines line may hold "
+        f"(dialogue_gym.data._io.MAX_LINE_BYTES); a record is one dialogue, so the file is "
+        f"corrupt or not JSON Lines"
+    )
+
+
+_TOO_DEEP = (
+    "invalid JSON: values are nested too deeply (more levels than Python's recursion limit); "
+    "a dialogue record is a few levels deep, so the file is corrupt"
+)
 
 
 _WS = " \t\n\r"
@@ -224,9 +359,18 @@ def iter_json_container(
     if text is None:
         text = read_text(path, "JSON")
     decoder = json.JSONDecoder()
+    # The line of a position is counted from the last position asked about, not from the
+    # file's start: the walk moves forward, so it counts every newline about once.
+    counted = [0, 1]  # a position and its line
 
     def line_at(pos: int) -> int:
-        return text.count("\n", 0, pos) + 1
+        last, line = counted
+        if pos >= last:
+            line += text.count("\n", last, pos)
+        else:
+            line -= text.count("\n", pos, last)
+        counted[:] = [pos, line]
+        return line
 
     def fail(pos: int, reason: str) -> CorpusError:
         return CorpusError(path, line_at(pos), reason)
@@ -240,6 +384,8 @@ def iter_json_container(
                 exc.lineno,
                 f"invalid JSON ({exc.msg} at column {exc.colno}); is the file truncated?",
             ) from None
+        except RecursionError:
+            raise CorpusError(path, line_at(pos), _TOO_DEEP) from None
 
     pos = _skip_ws(text, 0)
     opener = text[pos] if pos < len(text) else ""

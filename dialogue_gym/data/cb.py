@@ -53,7 +53,7 @@ from dialogue_gym.data._io import (
     iter_json_container,
     iter_jsonl,
     pick_format,
-    read_text,
+    read_head,
     require,
     walk,
 )
@@ -527,7 +527,7 @@ def format_of(file: Path) -> str:
             raise CorpusError(file, None, "this is metadata, not dialogues")
         return "cocoa"
     if file.suffix in (".jsonl", ".txt"):
-        first = read_text(file, "JSON Lines").lstrip()[:200]
+        first = read_head(file, 4096, "JSON Lines").lstrip()[:200]
         return "ppdpp" if '"dialog"' in first or '"item_name"' in first else "hf"
     raise CorpusError(
         file,

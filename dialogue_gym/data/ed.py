@@ -46,6 +46,7 @@ from dialogue_gym.data._io import (
     canonical_split,
     ensure_not_empty,
     iter_csv,
+    lines_of,
     pick_format,
     read_text,
     walk,
@@ -96,7 +97,7 @@ def _unescape(text: str) -> str:
 
 def _official_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     text = read_text(path, "CSV (the official EmpatheticDialogues format)")
-    lines = text.splitlines()
+    lines = lines_of(text)
     header = [h.strip() for h in lines[0].split(",")]
     missing = [c for c in _OFFICIAL_REQUIRED if c not in header[: len(_OFFICIAL_REQUIRED)]]
     if missing or header[: len(_OFFICIAL_REQUIRED)] != list(_OFFICIAL_REQUIRED):
@@ -222,7 +223,7 @@ def _find_splits(path: Path) -> Path | None:
 def _header(path: Path) -> list[str]:
     try:
         with path.open(encoding="utf-8-sig", errors="replace") as handle:
-            return [h.strip() for h in handle.readline().split(",")]
+            return [h.strip() for h in handle.readline(65536).split(",")]
     except OSError:
         return []
 

@@ -506,7 +506,7 @@ def format_of(file: Path) -> str:
     if file.suffix.lower() == ".json":
         return "gdpzero"
     if file.suffix.lower() == ".csv":
-        header = read_text(file, "CSV").splitlines()[0]
+        header = read_text(file, "CSV").split("\n", 1)[0]
         if "er_label_1" in header:
             return "annotated"
         if all(c in header for c in _DIALOG_COLUMNS):

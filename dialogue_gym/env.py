@@ -400,7 +400,8 @@ class DialogueEnv(ParallelEnv):
                 raise TypeError(
                     "a dict action must be {'utterance': str, 'estimate': ...} from the system"
                 )
-            estimate = action.get("estimate")
+            # Checked (and encoded) now, so a bad estimate leaves the episode untouched.
+            estimate = self._estimate_vector(action.get("estimate"))
             action = action["utterance"]
         if not isinstance(action, str):
             raise TypeError(
@@ -442,12 +443,7 @@ class DialogueEnv(ParallelEnv):
             return self.latent.encode(estimate)
         if isinstance(estimate, Mapping):
             return self.latent.encode(BDI.from_dict(estimate))
-        vector = np.asarray(estimate, dtype=np.float64)
-        if vector.shape != (self.latent.size,):
-            raise ValueError(
-                f"an estimate vector must have shape ({self.latent.size},), got {vector.shape}"
-            )
-        return vector
+        return self.latent.check_vector(estimate)
 
     def _complete_exchange(
         self,

@@ -65,6 +65,51 @@ class LatentSpace:
         """Length of a z-vector: 3d + 3."""
         return 3 * self.d + 3
 
+    def check_vector(self, vector: object) -> np.ndarray:
+        """Validates a z-vector handed in by a policy (an estimate ẑ) and returns it as floats.
+
+        The rule is the one :class:`~dialogue_gym.mind.BDI` applies to the dict form: every
+        coordinate is a finite real number, and the three scalar coordinates lie in the range
+        their fields map to (``√α·ρ`` and ``√α·c`` in ``[0, √α]``, ``√α·v`` in ``[−√α, √α]``).
+
+        Args:
+            vector: A sequence or array of ``3d + 3`` numbers.
+
+        Returns:
+            A new float64 array of shape ``(3d + 3,)``.
+
+        Raises:
+            ValueError: Wrong shape, not numbers, NaN/inf, or a scalar out of range (named).
+        """
+        try:
+            array = np.array(vector, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"an estimate vector must hold real numbers: {exc}") from None
+        if array.shape != (self.size,):
+            raise ValueError(
+                f"an estimate vector must have shape ({self.size},), got {array.shape}"
+            )
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            raise ValueError(
+                f"an estimate vector must be finite: coordinate {int(bad[0])} is "
+                f"{array[bad[0]]} ({bad.size} non-finite coordinate(s))"
+            )
+        for offset, (name, low) in enumerate(
+            (("receptivity", 0.0), ("confidence", 0.0), ("valence", -1.0))
+        ):
+            index = 3 * self.d + offset
+            scale = float(self._scale[offset])
+            value = float(array[index])
+            tolerance = 1e-9 * max(1.0, scale)
+            if not low * scale - tolerance <= value <= scale + tolerance:
+                raise ValueError(
+                    f"an estimate vector's coordinate {index} ({name} × √alpha = {scale:g}) is "
+                    f"{value}, outside [{low * scale:g}, {scale:g}] (the BDI {name} range "
+                    f"[{low:g}, 1])"
+                )
+        return array
+
     def encode(self, bdi: BDI) -> np.ndarray:
         """Returns z for one record."""
         return self.encode_batch([bdi])[0]

@@ -1,8 +1,10 @@
 """Task-dispatching agent factories: one agent name works on every task of the catalog.
 
 ``scripted`` is the sensible hand-written agent of each task; ``pushy``, ``dismissive`` and
-``lowball`` are the bad agents the embedded worlds must punish. Each name maps a task id to the
-class that plays it; asking for a task a name does not cover fails with the covered tasks.
+``lowball`` are the bad agents the embedded worlds must punish (:data:`BAD_AGENT` names each
+task's); ``stall`` is ``scripted`` without the ask (rapport and reasons only; see
+:mod:`dialogue_gym_agents.stall`). Each name maps a task id to the class that plays it; asking
+for a task a name does not cover fails with the covered tasks.
 """
 
 from __future__ import annotations
@@ -30,6 +32,23 @@ DISMISSIVE = {
     "ED": "dialogue_gym_agents.support:DismissiveAgent",
 }
 LOWBALL = {"CB": "dialogue_gym_agents.bargain:LowballBuyer"}
+STALL = {
+    "P4G": "dialogue_gym_agents.stall:StallPersuader",
+    "ESConv": "dialogue_gym_agents.stall:StallSupporter",
+    "ED": "dialogue_gym_agents.stall:StallListener",
+    "CB": "dialogue_gym_agents.stall:StallBuyer",
+    "Merchant": "dialogue_gym_agents.stall:StallSalesAgent",
+    "Courier": "dialogue_gym_agents.stall:StallSalesAgent",
+}
+BAD_AGENT = {
+    "P4G": "pushy",
+    "Merchant": "pushy",
+    "Courier": "pushy",
+    "ESConv": "dismissive",
+    "ED": "dismissive",
+    "CB": "lowball",
+}
+"""Task id → the name of the task's bad agent (the one its embedded world must punish)."""
 
 
 def _build(table: dict[str, str], name: str, card: TaskCard, **kwargs: Any) -> Any:
@@ -59,3 +78,8 @@ def dismissive(card: TaskCard, **kwargs: Any) -> Any:
 def lowball(card: TaskCard, **kwargs: Any) -> Any:
     """Insulting low offers and no arguments (negotiation)."""
     return _build(LOWBALL, "lowball", card, **kwargs)
+
+
+def stall(card: TaskCard, **kwargs: Any) -> Any:
+    """Rapport and reasons, never the ask (for negotiation never a price; ED: stock sympathy)."""
+    return _build(STALL, "stall", card, **kwargs)

@@ -127,11 +127,14 @@ def test_soft_users_yield_to_pushy_and_rcsr_catches_it(results, task):
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_scripted_resolves_and_anticipates_more_concerns_on_hard_users(results, task):
+def test_scripted_resolves_and_draws_out_more_concerns_on_hard_users(results, task):
     _, records = results
     scripted, pushy = records["scripted", f"{task}-hard-v0"], records["pushy", f"{task}-hard-v0"]
     assert len(scripted) == len(pushy) == EPISODES
-    for metric in ("csr", "proactivity"):
+    for metric in ("csr", "proactivity", "proactive_turns"):
         assert all(metric in r for r in scripted + pushy), metric
     assert mean(r["csr"] for r in scripted) >= mean(r["csr"] for r in pushy) + 0.3
-    assert mean(r["proactivity"] for r in scripted) >= mean(r["proactivity"] for r in pushy) + 0.05
+    # The scripted agent takes the initiative by asking open questions that draw concerns out
+    # (probing) rather than by guessing them (anticipation); both count as initiative turns.
+    initiative = mean(r["proactive_turns"] for r in scripted)
+    assert initiative >= mean(r["proactive_turns"] for r in pushy) + 1.0

@@ -28,14 +28,20 @@ class ConcernListener:
     """Recognizes which concerns a user reply raises, from the card's public ``voice`` lines.
 
     A sentence raises the concern of its most similar voice line when the cosine similarity
-    reaches ``threshold``.
+    reaches ``threshold``. With ``reactions`` the listener also knows the card's public
+    acknowledgement lines (``ack_partial`` / ``ack_resolved``): a sentence closer to one of
+    those is the user *reacting* to what was said about a concern ("that split is better than
+    I feared"), not raising it, and :meth:`reactions` reports it instead.
 
     Args:
         card: The task card.
         encoder: Sentence encoder.
         threshold: Cosine similarity at which a sentence raises a concern.
         concerns: Listen only for these concern ids (default: all of the card's).
+        reactions: Tell reactions to a concern apart from raising it.
     """
+
+    MIN_WORDS = 4
 
     def __init__(
         self,
@@ -43,26 +49,46 @@ class ConcernListener:
         encoder: Encoder,
         threshold: float,
         concerns: Iterable[str] | None = None,
+        reactions: bool = False,
     ) -> None:
         wanted = set(concerns) if concerns is not None else {c.id for c in card.concerns}
-        voice = [(c.id, line) for c in card.concerns if c.id in wanted for line in c.voice]
+        lines = [(c.id, "voice", line) for c in card.concerns if c.id in wanted for line in c.voice]
+        if reactions:
+            for c in card.concerns:
+                if c.id in wanted:
+                    lines += [(c.id, "partial", line) for line in c.ack_partial]
+                    lines += [(c.id, "resolved", line) for line in c.ack_resolved]
         self.encoder = encoder
         self.threshold = threshold
-        self._ids = [cid for cid, _ in voice]
-        self._matrix = np.asarray(encoder.encode([line for _, line in voice]))
+        self._ids = [cid for cid, _, _ in lines]
+        self._kinds = [kind for _, kind, _ in lines]
+        self._matrix = np.asarray(encoder.encode([line for _, _, line in lines]))
 
-    def raised(self, reply: str) -> list[str]:
-        """The concern ids the reply's sentences raise, in order of first mention."""
-        sentences = [s for s in re.split(r"[.!?]+", reply) if s.strip()]
+    def heard(self, reply: str) -> list[tuple[str, str]]:
+        """``(concern id, kind)`` per concern the reply mentions, in order of first mention.
+
+        ``kind`` is ``"voice"`` (raised), ``"partial"`` (reacting to a partial answer) or
+        ``"resolved"`` (reacting to an answer that settled it).
+        """
+        # Fillers ("We'll see.", "Go on.") match some line by chance; a worry takes more words.
+        sentences = [s for s in re.split(r"[.!?]+", reply) if len(s.split()) >= self.MIN_WORDS]
         if not sentences or not self._ids:
             return []
         sims = np.asarray(self.encoder.encode(sentences)) @ self._matrix.T
-        raised: list[str] = []
+        heard: dict[str, str] = {}
         for row in sims:
             best = int(np.argmax(row))
-            if row[best] >= self.threshold and self._ids[best] not in raised:
-                raised.append(self._ids[best])
-        return raised
+            if row[best] >= self.threshold and self._ids[best] not in heard:
+                heard[self._ids[best]] = self._kinds[best]
+        return list(heard.items())
+
+    def raised(self, reply: str) -> list[str]:
+        """The concern ids the reply's sentences raise, in order of first mention."""
+        return [cid for cid, kind in self.heard(reply) if kind == "voice"]
+
+    def reactions(self, reply: str) -> dict[str, str]:
+        """Concern id → ``"partial"`` / ``"resolved"`` for the reactions in the reply."""
+        return {cid: kind for cid, kind in self.heard(reply) if kind != "voice"}
 
 
 class RandomAgent:

@@ -28,17 +28,17 @@ LINES: dict[str, dict[str, Any]] = {
         ),
         "probe": (
             "I'm calling about the Weekend Boost: 20% off dishes you choose on four weekends. "
-            "The platform funds 60% of the discount, there's no sign-up fee, and you can opt out "
-            "any day. What would make you hesitate about something like that?"
+            "What would make you hesitate about something like that?"
         ),
         "why_not": (
             "That's fair. Can I ask what's holding you back? I'd rather answer your real "
             "question than guess."
         ),
         "open_question": (
-            "Before I say more, what would worry you most about running a promotion like "
-            "this in your restaurant?"
+            "Before I go on, I'd rather hear it from you: what is your biggest worry about the "
+            "Weekend Boost?"
         ),
+        "anything_else": ("Okay. Anything else that gives you pause with the Weekend Boost?"),
         "asks": (
             "Would you like to join the Weekend Boost for the two trial weekends, on the dishes "
             "you pick?",
@@ -54,17 +54,18 @@ LINES: dict[str, dict[str, Any]] = {
             "have your shifts been going lately?"
         ),
         "probe": (
-            "I'm calling about the Northgate regional bonus: $60 on top of your normal pay for "
-            "each 4-hour block in the Northgate zone this week, plus an $8 fuel allowance. You "
-            "pick the day, and one block is enough. What would make you hesitate about it?"
+            "I'm calling about the Northgate regional bonus for couriers this week. Before I go "
+            "into details, what would make you hesitate about something like that?"
         ),
         "why_not": (
             "Understood. Can I ask what's holding you back? I'd rather answer your actual "
             "question than guess."
         ),
         "open_question": (
-            "Before I say more, what would put you off doing a block in Northgate this week?"
+            "Before I go on, I'd rather hear it from you: what is your biggest worry about the "
+            "Northgate bonus?"
         ),
+        "anything_else": ("Okay. Anything else that gives you pause with the Northgate bonus?"),
         "asks": (
             "Would you like to take the Northgate bonus for one block this week, on the day that "
             "suits you?",
@@ -109,8 +110,8 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
             "in your merchant app before you confirm, and they're fixed for all four weekends.",
             "Every promotion order shows the discount split line by line on your statement, and "
             "if a charge doesn't match the written terms, we refund it.",
-            "I'm your named account manager, and my direct line is in the app if anything on "
-            "your statement ever looks wrong.",
+            "No hidden fees: I'm your named account manager, and if any charge on your "
+            "statement ever doesn't match the terms, call my direct line and I'll fix it.",
         ),
         "past_promo": (
             "I'm sorry that happened. This one is different: the first two weekends are a "
@@ -139,8 +140,8 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "setup_effort": (
             "You won't have any admin. I can set it up on my end while we're on the phone; it "
             "takes about five minutes.",
-            "Nothing changes on your menu or prices; the discount is applied automatically at "
-            "checkout.",
+            "There's no admin for you: your menu and prices stay as they are, and the discount "
+            "is applied automatically at checkout.",
             "Our design team makes the banner from your existing photos, so there's nothing for "
             "you to prepare.",
         ),
@@ -149,8 +150,8 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
             "Boost tag and the discount already applied.",
             "Your team never handles the discount or refunds; the platform settles it in the "
             "payout, and there's a one-page guide for the weekend crew.",
-            "Our support line is open all weekend, and I can walk your team through it in ten "
-            "minutes on a video call if you like.",
+            "Your staff won't need training: our support line is open all weekend, and I can "
+            "walk your team through it in ten minutes on a video call.",
         ),
     },
     "Courier": {
@@ -175,14 +176,14 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
             "and you get a written confirmation in the app.",
             "If we cancel a block on our side, you still get half the bonus. We changed the rules "
             "after the complaints in spring.",
-            "The terms are shown in the app before you book, and they can't change afterwards; "
-            "take a screenshot if you like.",
+            "The bonus terms are locked in writing in the app when you book, and we can't "
+            "change them afterwards; take a screenshot if you like.",
         ),
         "night_safety": (
             "Your safety comes first. The evening block ends at 9 pm, and the safety button in "
             "the app connects you to a live agent and shares your location.",
-            "You can decline any order to an address you're not comfortable with, and it won't "
-            "count against your acceptance rate.",
+            "For your safety at night, you can decline any order to an address you're not "
+            "comfortable with, and it won't count against your acceptance rate.",
             "If evenings don't feel right, the 11 am to 3 pm block pays the same bonus in "
             "daylight, and most orders are on the busy, well-lit main streets.",
         ),
@@ -210,8 +211,8 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "vehicle_fit": (
             "Northgate is flat and compact, and bike and scooter couriers get a shorter delivery "
             "radius there, so trips stay within range.",
-            "There's a charging point at the partner hub on Market Street if your battery runs "
-            "low.",
+            "For e-bikes, there's a charging point at the partner hub on Market Street if your "
+            "battery runs low.",
             "Cars get the longer trips and bikes the short ones, so the zone works for every "
             "vehicle type.",
         ),
@@ -303,7 +304,9 @@ class ScriptedSalesAgent:
         )
         self.encoder = make_encoder(encoder)
         self.threshold = detect_threshold
-        self.listener = ConcernListener(card, self.encoder, detect_threshold, self._answers)
+        self.listener = ConcernListener(
+            card, self.encoder, detect_threshold, self._answers, reactions=True
+        )
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -316,6 +319,8 @@ class ScriptedSalesAgent:
         self._asked_last = False
         self._asks = 0
         self._proactive = list(self._proactive_order)
+        self._settled: set[str] = set()
+        self._checked = False
 
     def _answer(self, concern: str) -> str:
         count = self._answered.get(concern, 0)
@@ -336,28 +341,36 @@ class ScriptedSalesAgent:
         replies = _user_replies(observation)
         last = replies[-1] if replies else ""
         stance = classify_stance(last, self.card) if last else "neutral"
-        raised = self.listener.raised(last)
+        heard = self.listener.heard(last) if last else []
+        raised = [c for c, kind in heard if kind == "voice"]
+        reactions = {c: kind for c, kind in heard if kind != "voice"}
         if stance in ("positive", "agree"):
             # A satisfied echo of an answered concern ("ok, the margins work") is not a new one.
             raised = [c for c in raised if not self._answered.get(c)]
         self._heard.update(raised)
+        for concern, kind in reactions.items():
+            if kind == "resolved":
+                self._settled.add(concern)
+            else:
+                self._heard.add(concern)  # a partial reaction shows the worry is theirs
         for concern in reversed(raised):  # the newest concern first
             if concern in self._pending:
                 self._pending.remove(concern)
             if self._answered.get(concern, 0) < self.MAX_ANSWERS:
                 self._pending.insert(0, concern)
-        # Still unconvinced after an answer to something they raised (and nothing new raised):
-        # answer it again with the next reason. A flat reply to a proactive answer means the
-        # point was not theirs, so the agent moves on.
+        self._pending = [c for c in self._pending if c not in self._settled]
+        # An answer to something of theirs that did not settle it (no "resolved" reaction):
+        # answer it again with the next reason, after anything new they raised. A flat reply
+        # to a proactive answer means the point was not theirs, so the agent moves on.
         previous, self._last_answered = self._last_answered, None
         if (
-            previous in self._heard
-            and not raised
-            and stance not in ("positive", "agree")
-            and self._answered.get(previous, 0) < self.MAX_ANSWERS
+            previous is not None
+            and previous in self._heard
+            and previous not in self._settled
             and previous not in self._pending
+            and self._answered.get(previous, 0) < self.MAX_ANSWERS
         ):
-            self._pending.insert(0, previous)
+            self._pending.append(previous)
         asked_last, self._asked_last = self._asked_last, False
         if self._turn == 1:
             return self.lines["opening"]
@@ -367,13 +380,24 @@ class ScriptedSalesAgent:
         if self._turn == 2:
             return self.lines["probe"]
         if self._turn == 3 and not (set(raised) - set(self._answered)):
-            # The pitch drew out nothing of their own: ask for their real worry before
-            # answering guesses (a reply that sounds like a concern may only be an echo).
+            # The pitch drew out nothing of their own (a reaction to the pitch is not their
+            # main worry): ask for it before answering guesses.
             return self.lines["open_question"]
         if self._pending:
             return self._answer(self._pending.pop(0))
+        unsettled = [
+            c
+            for c in self._heard
+            if c not in self._settled and self._answered.get(c, 0) < self.MAX_ANSWERS
+        ]
+        if unsettled:
+            return self._answer(min(unsettled, key=lambda c: self._answered.get(c, 0)))
         if asked_last and stance == "refused":
             return self.lines["why_not"]
+        if not self._checked and not asked_last:
+            # What they raised is settled: check for anything else before asking.
+            self._checked = True
+            return self.lines["anything_else"]
         if stance in ("positive", "agree") and not asked_last:
             return self._ask()
         while self._proactive:

@@ -178,6 +178,7 @@ class DialogueEnv(ParallelEnv):
             if needs_llm
             else None
         )
+        self._owns_backend = needs_llm and isinstance(backend, str)  # built here: closed here
         if isinstance(user, (str, UserPreset)):
             pools = {} if data in (None, False) else self._corpus_pools(data, split, h0_turns)
             user = self._make_user(user, realizer, pools)
@@ -331,7 +332,7 @@ class DialogueEnv(ParallelEnv):
                 infos[seat]["episode"] = record
             self.agents = []
         if self.render_mode == "human":
-            print(self.render())
+            self.render()  # prints
         return observations, rewards, terminated, truncated, infos
 
     def render(self) -> str | None:
@@ -345,7 +346,12 @@ class DialogueEnv(ParallelEnv):
         return out
 
     def close(self) -> None:
-        """Nothing to release for the embedded components."""
+        """Closes the LLM backend this env built (its HTTP clients and SQLite cache file).
+
+        A backend object passed in belongs to the caller and stays open.
+        """
+        if getattr(self, "_owns_backend", False) and callable(getattr(self.backend, "close", None)):
+            self.backend.close()
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -10,16 +10,29 @@ Examples::
     dialogue-gym train planner --task P4G --out runs/planner-p4g   # `train` lists trainers
     dialogue-gym report runs/x                # runs/x/report.html; --format md|csv for tables
 
-Usage errors (an unknown env id or agent, bad arguments) print one line to stderr and exit
-with status 2; no traceback.
+Errors print one line to stderr, never a traceback. Exit status:
+
+* ``0`` — done (some episodes may be errored: they are counted and listed);
+* ``1`` — ``eval``: every episode of the call is errored (nothing was measured);
+* ``2`` — a usage error or a refusal before anything is played: an unknown env id or agent,
+  bad arguments or agent options, a bad checkpoint or cache file, an ``--out`` that is
+  read-only, in use by another evaluation, holds episodes played with other options, or has
+  a corrupt ``episodes.jsonl`` line;
+* ``3`` — ``eval`` stopped because a result file could not be written (e.g. disk full); the
+  finished episodes are kept and rerunning the same command resumes;
+* ``130`` — interrupted (Ctrl-C); ``143`` — terminated (``SIGTERM``). The finished episodes
+  are kept; no new episode starts after the signal.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,6 +44,7 @@ from dialogue_gym.agents import AgentResolutionError, available_agents, parse_ag
 from dialogue_gym.argtypes import int_range
 from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
+from dialogue_gym.journal import JournalWriteError
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
 
 __all__ = ["main"]
@@ -42,6 +56,33 @@ USAGE_ERRORS = (RegistryError, AgentResolutionError, FileNotFoundError, ValueErr
 """Exceptions reported as a one-line usage error (exit status 2)."""
 
 QUIT = "/quit"
+
+EXIT_ALL_ERRORED = 1
+EXIT_USAGE = 2
+EXIT_WRITE_FAILED = 3
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """``SIGTERM`` during ``eval``: stops the run the way Ctrl-C does (exit status 143)."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """Turns ``SIGTERM`` into :class:`Terminated`, so cleanup (Ray, threads, lock) runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -149,6 +190,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keyword argument for every agent's factory, the value read as JSON or a Python "
         "literal, else as text (repeatable; e.g. show_estimate=true, temperature=0.2)",
     )
+    ev.add_argument(
+        "--retry-errored",
+        action="store_true",
+        help="when resuming, play the episodes recorded as errored again (the new record "
+        "replaces the errored one)",
+    )
 
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
     play.add_argument("env_id", metavar="ID")
@@ -229,21 +276,24 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     agent_kwargs = dict(parse_agent_option(option) for option in args.agent_options)
     if args.base_url is not None:
         agent_kwargs["base_url"] = args.base_url
-    result = evaluate(
-        args.agents,
-        args.env_ids,
-        episodes=args.episodes,
-        seed=args.seed,
-        out=run_dir,
-        env_kwargs=env_kwargs,
-        agent_kwargs=agent_kwargs,
-        progress=not args.no_progress,
-        concurrency=args.concurrency,
-        seeds=args.seeds,
-        executor=args.executor,
-        ray_address=args.ray_address,
-        num_envs=args.num_envs,
-    )
+    with _sigterm_stops_the_run():
+        result = evaluate(
+            args.agents,
+            args.env_ids,
+            episodes=args.episodes,
+            seed=args.seed,
+            out=run_dir,
+            env_kwargs=env_kwargs,
+            agent_kwargs=agent_kwargs,
+            progress=not args.no_progress,
+            concurrency=args.concurrency,
+            seeds=args.seeds,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            num_envs=args.num_envs,
+            retry_errored=args.retry_errored,
+            keep_records=False,  # memory stays flat however long the run
+        )
     print(result.table(), file=out)
     for agent, tasks in result.worst_case().items():
         for task, worst in tasks.items():
@@ -270,6 +320,17 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         )
     print(f"Episodes: {run_dir / EPISODES_FILE}", file=out)
     print(f"Summary:  {run_dir / SUMMARY_FILE}", file=out)
+    measured = sum(int(row["n"]) for row in result.summaries)
+    errored = sum(int(row["n_errored"]) for row in result.summaries)
+    if errored and not measured:
+        first = next((r.get("error") for r in result.records if r.get("errored")), None)
+        print(
+            f"dialogue-gym eval: error: every episode errored ({errored}); first error: "
+            f"{first}; the records hold each error and traceback (rerun with --retry-errored "
+            "once fixed)",
+            file=sys.stderr,
+        )
+        return EXIT_ALL_ERRORED
     return 0
 
 
@@ -439,22 +500,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: Arguments without the program name (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 on success, 2 on a usage error.
+        The exit status (see the module docstring): 0 on success, 1 when every episode of an
+        ``eval`` errored, 2 on a usage error, 3 when a result file could not be written,
+        130 on Ctrl-C, 143 on ``SIGTERM``.
     """
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed its message
-        return exc.code if isinstance(exc.code, int) else 2
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return _COMMANDS[args.command](args, sys.stdout)
     except USAGE_ERRORS as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"dialogue-gym {args.command}: error: {message}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
+        _error(args.command, exc)
+        return EXIT_USAGE
+    except JournalWriteError as exc:
+        _error(args.command, exc)
+        return EXIT_WRITE_FAILED
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print("\nterminated" if terminated else "\ninterrupted", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _error(command: str, exc: BaseException) -> None:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"dialogue-gym {command}: error: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

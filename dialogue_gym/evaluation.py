@@ -7,19 +7,26 @@ with ``seed + i``, so the same arguments always give the same records.
 Results on disk (``out``):
 
 * ``episodes.jsonl`` — one JSON line per finished episode, appended, flushed and fsync'ed as
-  soon as the episode ends: a crash loses at most the episode in flight. Rerunning the same
+  soon as the episode ends: a crash loses at most the episodes in flight. Rerunning the same
   call skips the episodes already recorded (keyed by agent, env id, episode index and seed),
-  so it neither loses nor duplicates episodes; a truncated last line left by a crash is cut off.
+  so it neither loses nor duplicates episodes; a truncated last line left by a crash is cut
+  off (the reading rules, shared with :mod:`dialogue_gym.report`, are in
+  :mod:`dialogue_gym.journal`).
 * ``summary.json`` — per (agent, env id) the :func:`dialogue_gym.metrics.summarize` row plus a
-  ``config`` stamp (resolved env spec, its hash, package version, encoder, T, τ_q, seeds, time).
+  ``config`` stamp (resolved env spec, its hash, the agent options and their hash, package
+  version, encoder, T, τ_q, seeds, time).
+* ``run.json`` — the agent and env options of each (agent, env id): a resume with other
+  options is refused, naming them (:mod:`dialogue_gym.run_config`).
+* ``.lock`` — present while an evaluation writes the folder: a second one is refused.
 
 On negotiation tasks (a deal judge: CraigslistBargain) every record carries ``sl``, the
 sale-to-list ratio of its deal (0 without one), and the summaries and table report the mean SL
 with its CI next to SR; the table ranks those agents by SL (:func:`metrics.rank_rows`).
 
 An agent that raises (or whose action the env rejects with ``TypeError``/``ValueError``) is
-recorded as an *errored* episode with its partial transcript; the evaluation continues and the
-metrics leave errored episodes out of every rate.
+recorded as an *errored* episode with its partial transcript (and, for the agent's own
+exceptions, the full traceback in ``traceback``; the first line goes to the console); the
+evaluation continues and the metrics leave errored episodes out of every rate.
 
 Example:
     >>> result = evaluate("scripted", "P4G-hard", episodes=20, out="runs/demo")  # doctest: +SKIP
@@ -33,47 +40,61 @@ import datetime as _dt
 import hashlib
 import itertools
 import json
+import logging
 import math
-import os
 import re
 import threading
-import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from tqdm.auto import tqdm
 
-from dialogue_gym import metrics
+from dialogue_gym import metrics, run_config
 from dialogue_gym.agents import Agent, agent_factory, make_agent
+from dialogue_gym.episode_loop import (
+    SYSTEM,
+    Job,
+    base_env,
+    merge_usage,
+    run_episode,
+    run_threaded,
+    run_vectorized,
+    usage_of,
+)
+from dialogue_gym.journal import (
+    EPISODES_FILE,
+    SUMMARY_FILE,
+    JournalReader,
+    append_line,
+    open_out_dir,
+    record_key,
+    supersedes,
+    write_json,
+)
 from dialogue_gym.registry import EnvSpec, make, spec
 
-__all__ = ["EPISODES_FILE", "MAX_EPISODES", "SUMMARY_FILE", "EvalResult", "evaluate"]
+__all__ = [
+    "EPISODES_FILE",
+    "MAX_EPISODES",
+    "METRIC_FIELDS",
+    "SUMMARY_FILE",
+    "EvalResult",
+    "Job",
+    "evaluate",
+]
 
-EPISODES_FILE = "episodes.jsonl"
-"""Per-episode records inside the output directory."""
-
-SUMMARY_FILE = "summary.json"
-"""Per-(agent, env) summaries inside the output directory."""
+_LOG = logging.getLogger(__name__)
 
 MAX_EPISODES = 1_000_000
 """Upper bound on ``episodes`` per (agent, env) pair."""
-
-SYSTEM = "system"
 
 Key = tuple[str, str, int, int]
 
 EXECUTORS = ("local", "ray")
 """Where :func:`evaluate` plays episodes."""
-
-
-class Job(NamedTuple):
-    """One episode to play: its index within its seed block and its reset seed."""
-
-    episode: int
-    seed: int
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -85,7 +106,8 @@ class EvalResult:
 
     Attributes:
         records: Episode records of the requested runs (resumed ones included), ordered by
-            agent, env id and episode index.
+            agent, env id and episode index; with ``keep_records=False`` only their
+            :data:`METRIC_FIELDS`.
         summaries: One :func:`~dialogue_gym.metrics.summarize` row per (agent, env id), with
             ``agent``, ``env_id`` and ``config`` added.
         out: The output directory, or ``None`` when nothing was written.
@@ -228,313 +250,6 @@ def _dumps(record: Mapping[str, Any]) -> str:
     return json.dumps(_json_safe(record), ensure_ascii=False, allow_nan=False)
 
 
-# -- the episodes file -------------------------------------------------------------------------
-
-
-def _key(record: Mapping[str, Any]) -> Key:
-    return (
-        str(record["agent"]),
-        str(record["env_id"]),
-        int(record["episode"]),
-        int(record["seed"]),
-    )
-
-
-def _load_done(path: Path) -> dict[Key, dict[str, Any]]:
-    """Reads finished episodes; cuts off a truncated or corrupt last line (a crash mid-write).
-
-    Corrupt lines elsewhere are skipped with a warning; a repeated key keeps its first record.
-    """
-    if not path.exists():
-        return {}
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    tail = lines.pop()  # after the last newline: b"" unless the last write was cut short
-    keep = len(data) - len(tail)
-    # A complete-looking but unparseable last line is also the trace of an interrupted write.
-    while lines and not lines[-1].strip():
-        keep -= len(lines.pop()) + 1
-    if lines and not _is_json(lines[-1]):
-        keep -= len(lines.pop()) + 1
-    if keep != len(data):
-        warnings.warn(
-            f"{path}: dropped {len(data) - keep} bytes of an incomplete last record "
-            "(an interrupted write); that episode will run again",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        with path.open("r+b") as handle:
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
-    done: dict[Key, dict[str, Any]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        record = _parse(line)
-        if record is None:
-            warnings.warn(
-                f"{path}:{number}: skipping a corrupt record", RuntimeWarning, stacklevel=3
-            )
-            continue
-        done.setdefault(_key(record), record)
-    return done
-
-
-def _is_json(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        record = json.loads(line)
-        _key(record)
-    except (ValueError, KeyError, TypeError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _append(path: Path, line: str) -> None:
-    """Appends one JSON line with a single write, then flushes it to disk."""
-    data = (line + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(
-        json.dumps(_json_safe(payload), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    os.replace(tmp, path)
-
-
-# -- one episode -------------------------------------------------------------------------------
-
-
-def _error_text(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
-def _base_env(env: Any) -> Any:
-    return getattr(env, "unwrapped", env)
-
-
-class _Episode:
-    """One episode's bookkeeping for the evaluator: agent calls, step infos and the record.
-
-    The lone-env loop (:func:`_run_episode`) and the vector loop (:func:`_run_vectorized`)
-    drive the env differently but keep score through this one class, so both write the same
-    record for the same episode.
-
-    Failures end the episode as *errored* instead of propagating: ``error_source`` says whether
-    the agent raised (``"agent"``), the env rejected its action with ``TypeError`` or
-    ``ValueError`` (``"action"``), or the env failed otherwise, e.g. an LLM backend (``"env"``).
-
-    Args:
-        env: The env playing the episode (a wrapper or a :class:`~dialogue_gym.DialogueEnv`).
-        agent: The system agent.
-        seed: The episode seed (the env was just reset with it).
-        observations: The reset observations, keyed by seat.
-    """
-
-    def __init__(self, env: Any, agent: Agent, seed: int, observations: Mapping[str, Any]) -> None:
-        self.base = _base_env(env)
-        self.agent = agent
-        self.observation = observations[SYSTEM]
-        self.steps: list[dict[str, Any]] = []
-        self.error: tuple[str, str] | None = None
-        self.episode: dict[str, Any] | None = None
-        try:
-            if callable(getattr(agent, "reset", None)):
-                agent.reset(seed=seed)
-        except Exception as exc:  # any agent failure is recorded, never fatal
-            self.fail("agent", exc)
-
-    @property
-    def done(self) -> bool:
-        """Whether the episode ended (normally or by an error)."""
-        return self.error is not None or self.episode is not None
-
-    def act(self) -> Any:
-        """The agent's next action (``None``, and the episode errored, when the agent raised)."""
-        try:
-            return self.agent.act(self.observation)
-        except Exception as exc:  # any agent failure is recorded, never fatal
-            self.fail("agent", exc)
-            return None
-
-    def fail(self, source: str, exc: BaseException) -> None:
-        """Ends the episode as errored by ``source`` (``"agent"``, ``"action"``, ``"env"``)."""
-        self.error = (source, _error_text(exc))
-
-    def fail_step(self, exc: BaseException) -> None:
-        """Ends the episode on an exception from ``env.step`` (an action or an env failure)."""
-        self.fail("action" if isinstance(exc, (TypeError, ValueError)) else "env", exc)
-
-    def observe(
-        self,
-        observations: Mapping[str, Any],
-        terminations: Mapping[str, Any],
-        truncations: Mapping[str, Any],
-        infos: Mapping[str, Any],
-    ) -> None:
-        """Takes one step's result (the env's dicts keyed by seat)."""
-        info = infos.get(SYSTEM, {})
-        self.steps.append(info)
-        if SYSTEM in observations:
-            self.observation = observations[SYSTEM]
-        if terminations.get(SYSTEM) or truncations.get(SYSTEM):
-            self.episode = dict(info.get("episode") or {})
-
-    def record(self) -> dict[str, Any]:
-        """The env's episode record plus transcript, events, errors and revealed state."""
-        base, steps, error = self.base, self.steps, self.error
-        record: dict[str, Any]
-        if self.episode is not None:
-            record = self.episode
-        else:
-            record = {
-                "env_id": getattr(base, "env_id", None),
-                "success": False,
-                "success_turn": None,
-                "turns": len([s for s in steps if "q" in s]),
-                "T": getattr(base, "max_exchanges", None),
-                "q": [s["q"] for s in steps if "q" in s],
-                "s": [s["s"] for s in steps if "s" in s],
-                "labels": [s["success_label"] for s in steps if "success_label" in s],
-            }
-        record["errored"] = error is not None
-        record["error"] = None if error is None else error[1]
-        record["error_source"] = None if error is None else error[0]
-        record["transcript"] = [
-            {"role": role, "text": text} for role, text in getattr(base, "history", ())
-        ]
-        revealed = dict(base.revealed()) if callable(getattr(base, "revealed", None)) else {}
-        # The infos' user events leave out what names a latent concern; the revealed ones (one
-        # list per completed exchange) are complete, so the record shows those.
-        complete = iter(revealed.pop("user_events", ()))
-        record["events"] = []
-        for step in steps:
-            user = step.get("user_events", [])
-            if "q" in step:  # a completed exchange: its complete events, when revealed
-                user = next(complete, None) or user
-            record["events"].append([*user, *(f"fallback:{f}" for f in step.get("fallbacks", ()))])
-        record.update(revealed)
-        # Negotiation (a deal judge puts ``utility`` into every exchange's infos): the
-        # sale-to-list ratio of the episode's deal, 0 without one (metrics.sl_from_steps).
-        sl = metrics.sl_from_steps(steps)
-        if sl is not None:
-            record["sl"] = sl
-        if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
-            try:
-                record["agent_info"] = self.agent.episode_info()
-            except Exception as exc:  # reporting must not lose the episode
-                record["agent_info"] = {"error": _error_text(exc)}
-        persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
-        if persona is not None:
-            record["persona"] = persona
-        return record
-
-
-def _run_episode(env: Any, agent: Agent, seed: int) -> dict[str, Any]:
-    """Plays one episode on a lone env; returns its record (see :class:`_Episode`)."""
-    observations, _ = env.reset(seed=seed)
-    episode = _Episode(env, agent, seed, observations)
-    while not episode.done:
-        action = episode.act()
-        if episode.done:
-            break
-        try:
-            observations, _, terminations, truncations, infos = env.step({SYSTEM: action})
-        except Exception as exc:  # an action or backend failure: recorded, the run goes on
-            episode.fail_step(exc)
-            break
-        episode.observe(observations, terminations, truncations, infos)
-    return episode.record()
-
-
-def _run_vectorized(
-    vec: Any,
-    agents: Sequence[Agent],
-    todo: Sequence[Job],
-    finish: Callable[[Job, dict[str, Any]], None],
-    pool: ThreadPoolExecutor | None = None,
-) -> None:
-    """Plays ``todo`` on the sub-envs of ``vec`` (``autoreset_mode="disabled"``), in order.
-
-    Sub-env ``i`` plays with ``agents[i]``; each finished slot takes the next job (reset with
-    its seed), so every episode is the one a lone env plays with that seed. One vector step
-    moves every running episode (one batched encoding of their utterances; coalesced LLM
-    calls). With ``pool`` the agents of a step act on its threads at once (an LLM agent's
-    requests overlap; each agent is called by one thread at a time). ``finish`` runs on this
-    thread as each episode ends.
-    """
-    from dialogue_gym.vector import SubEnvError
-
-    jobs = iter(todo)
-    slots: list[tuple[Job, _Episode] | None] = [None] * vec.num_envs
-
-    def refill(i: int) -> None:
-        """Finishes slot ``i``'s ended episode(s) and starts the next job there (if any)."""
-        while True:
-            slot = slots[i]
-            if slot is not None and not slot[1].done:
-                return
-            if slot is not None:
-                finish(slot[0], slot[1].record())
-            job = next(jobs, None)
-            if job is None:
-                slots[i] = None
-                return
-            observations, _ = vec.reset_at(i, seed=job.seed)
-            slots[i] = (job, _Episode(vec.envs[i], agents[i], job.seed, observations))
-
-    for i in range(vec.num_envs):
-        refill(i)
-    while any(slot is not None for slot in slots):
-        running = [(i, slot[1]) for i, slot in enumerate(slots) if slot is not None]
-        if pool is not None and len(running) > 1:
-            chosen = list(pool.map(lambda item: item[1].act(), running))
-        else:
-            chosen = [episode.act() for _, episode in running]
-        actions: list[Any] = [None] * vec.num_envs
-        for (i, episode), action in zip(running, chosen, strict=True):
-            if not episode.done:
-                actions[i] = {SYSTEM: action}
-        # ``{SYSTEM: action}`` always passes the vector env's own check, so a malformed action
-        # fails inside its sub-env's step (a ``SubEnvError`` entry), as it would in a lone env.
-        errors: Mapping[int, BaseException] = {}
-        if any(action is not None for action in actions):
-            try:
-                results = vec.step(actions)
-            except SubEnvError as exc:  # the other sub-envs stepped: keep their results
-                errors, results = exc.errors, exc.results
-            observations, _, terminations, truncations, infos = results
-            for i, action in enumerate(actions):
-                if action is None:
-                    continue
-                episode = slots[i][1]  # type: ignore[index]
-                if i in errors:
-                    episode.fail_step(errors[i])
-                else:
-                    episode.observe(observations[i], terminations[i], truncations[i], infos[i])
-        for i in range(vec.num_envs):
-            refill(i)
-
-
 # -- evaluate ----------------------------------------------------------------------------------
 
 
@@ -549,7 +264,7 @@ def _stamp(
 ) -> dict[str, Any]:
     import dialogue_gym  # at call time: dialogue_gym may import this module
 
-    base = _base_env(env)
+    base = base_env(env)
     resolved = env_spec.resolved(**env_kwargs)
     encoder = getattr(base, "encoder", None)
     components = _components(base)
@@ -591,36 +306,6 @@ def _components(base: Any) -> dict[str, Any]:
         out["backend"] = getattr(backend, "name", type(backend).__name__)
         out["prompt_version"] = PROMPT_VERSION
     return out
-
-
-def _usage(env: Any, agent: Any = None) -> dict[str, Any]:
-    """Per-component calls, tokens, cost, retries and errors of the env's and agent's backends.
-
-    An LLM agent exposes its own backend's counters as a ``usage`` mapping (``agent.system``);
-    they are added unless the agent shares the env's backend (counted once).
-    """
-    backend = getattr(_base_env(env), "backend", None)
-    usage = dict(getattr(backend, "usage", None) or {})
-    agent_backend = getattr(agent, "backend", None)
-    if agent_backend is None or agent_backend is not backend:
-        agent_usage = getattr(agent, "usage", None)
-        if isinstance(agent_usage, Mapping):
-            usage.update(agent_usage)
-    return {
-        name: dataclasses.asdict(u) if dataclasses.is_dataclass(u) else dict(u)
-        for name, u in usage.items()
-    }
-
-
-def _merge_usage(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """Sums per-component usage counters over several envs' backends."""
-    total: dict[str, dict[str, Any]] = {}
-    for part in parts:
-        for component, counters in part.items():
-            into = total.setdefault(component, {})
-            for key, value in counters.items():
-                into[key] = into.get(key, 0) + value
-    return total
 
 
 @dataclasses.dataclass
@@ -670,22 +355,27 @@ def evaluate(
     executor: str = "local",
     ray_address: str | None = None,
     num_envs: int = 1,
+    retry_errored: bool = False,
+    keep_records: bool = True,
 ) -> EvalResult:
     """Evaluates each agent on each env for ``episodes`` seeded episodes.
 
     Episode ``i`` uses ``env.reset(seed=seed + i)`` and ``agent.reset(seed=seed + i)`` (when the
     agent has ``reset``). The env is built once per (agent, env id) with
     ``make(env_id, **env_kwargs)``; the agent with ``make_agent(name, card=env.card,
-    **agent_kwargs)``. With ``out``, records are appended to ``out/episodes.jsonl`` as each
-    episode ends and episodes already there are skipped (resume), and ``out/summary.json`` is
-    written at the end.
+    **agent_kwargs)``. Every env and agent is built once before anything is written, so bad
+    names or options fail before ``out`` is created. With ``out``, records are appended to
+    ``out/episodes.jsonl`` as each episode ends and episodes already there are skipped
+    (resume), and ``out/summary.json`` is written at the end.
 
     Args:
         agents: Agent name(s): an entry-point name, ``"module:Class"`` or ``"file.py:Class"``.
         env_ids: Registered env id(s); unversioned ids resolve to the latest version.
         episodes: Episodes per (agent, env id), 1 to 1,000,000.
         seed: Seed of episode 0 (a non-negative int).
-        out: Output directory (created if missing), or ``None`` to write nothing.
+        out: Output directory (created if missing; locked while the call runs), or ``None``
+            to write nothing. A folder already holding episodes of an (agent, env id) with
+            other agent or env options is refused (:mod:`dialogue_gym.run_config`).
         env_kwargs: Overrides passed to every ``make`` (e.g. ``{"encoder": "hashing"}``).
         agent_kwargs: Extra keyword arguments for every agent factory.
         progress: Show a progress bar per (agent, env id) with the running SR and RCSR.
@@ -694,7 +384,8 @@ def evaluate(
             workers share one backend (and its cache), so the backend's ``max_concurrency``
             option caps the requests in flight across all of them. With Ray: the number of
             Ray workers (``1``: one per CPU of the cluster). Results do not depend on it
-            (episode ``i`` is seeded by ``seed + i`` whichever worker plays it).
+            (episode ``i`` is seeded by ``seed + i`` whichever worker plays it). On Ctrl-C or
+            a failed write no new episode starts (:func:`episode_loop.run_threaded`).
         seeds: Several base seeds instead of ``seed``: each plays ``episodes`` episodes
             seeded ``s, s + 1, ...``, and the summaries pool them (with a ``per_seed``
             breakdown). The blocks must not overlap (e.g. ``[0, 1000, 2000]`` for up to 1,000
@@ -709,6 +400,11 @@ def evaluate(
             threads): every vector step moves up to ``num_envs`` episodes with one batched
             encoding of their utterances and one coalesced backend call per LLM component.
             Local executor, ``concurrency=1`` only. Results do not depend on it.
+        retry_errored: On resume, play the episodes recorded as errored again; the new record
+            replaces the errored one (:func:`dialogue_gym.journal.supersedes`).
+        keep_records: Return every record in full. ``False`` keeps only the fields the
+            metrics read (:data:`METRIC_FIELDS`), so a long run's memory does not grow with
+            its transcripts; the files are the same either way.
 
     Returns:
         The records and summaries (see :class:`EvalResult`).
@@ -718,6 +414,11 @@ def evaluate(
             system seat is not the only external one.
         RegistryError: An unknown env id (with the closest registered ids).
         AgentResolutionError: An unknown agent name.
+        ConfigMismatchError: ``out`` holds episodes played with other options (named).
+        JournalError: ``out/episodes.jsonl`` has a corrupt line that is not the last one.
+        OutDirError: ``out`` is not writable, or another evaluation holds it
+            (:class:`~dialogue_gym.journal.RunLockedError`, naming its pid).
+        JournalWriteError: A write failed mid-run (e.g. disk full); finished episodes stay.
     """
     episodes = _check_episodes(episodes)
     base_seeds = _check_seeds(seed, seeds, episodes)
@@ -742,8 +443,6 @@ def evaluate(
     env_kwargs = dict(env_kwargs or {})
     agent_kwargs = dict(agent_kwargs or {})
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-    out_dir = Path(out) if out is not None else None
     plan = _Plan(
         episodes,
         base_seeds,
@@ -754,37 +453,41 @@ def evaluate(
         executor=executor,
         ray_address=ray_address,
         num_envs=int(num_envs),
+        retry_errored=bool(retry_errored),
+        keep_records=bool(keep_records),
     )
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+    configs = _prepare(plan, agent_names, specs, created)
+    if out is None:
+        records, summaries = _run_pairs(plan, configs)
+        return EvalResult(records=records, summaries=summaries, out=None)
+
+    out_dir = Path(out)
+    with open_out_dir(out_dir):
+        manifest = run_config.check_settings(
+            out_dir,
+            run_config.read_manifest(out_dir),
+            list(configs),
+            _json_safe(agent_kwargs),
+            _json_safe(env_kwargs),
+        )
         plan.episodes_path = out_dir / EPISODES_FILE
-        plan.done = _load_done(plan.episodes_path)
-
-    records: list[dict[str, Any]] = []
-    summaries: list[dict[str, Any]] = []
-    for name in agent_names:
-        for env_spec in specs:
-            env = make(env_spec.id, **env_kwargs)
-            try:
-                config = _stamp(
-                    env_spec, env, env_kwargs, agent_kwargs, episodes, base_seeds, created
-                )
-                pair = _run_pair(plan, name, env_spec.id, env, config)
-                usage = _merge_usage([_usage(env), *plan.worker_usage])
-                plan.worker_usage.clear()
-            finally:
-                env.close()
-            records.extend(pair)
-            summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
-            if len(base_seeds) > 1:
-                summary["per_seed"] = _per_seed(pair, base_seeds, config)
-            if usage:
-                summary["usage"] = usage
-            summaries.append({"agent": name, "env_id": env_spec.id, **summary, "config": config})
-
-    if out_dir is not None:
-        _write_json(out_dir / SUMMARY_FILE, {"created": created, "summaries": summaries})
+        plan.done = _load_done(plan.episodes_path, configs, plan.keep_records)
+        run_config.write_manifest(out_dir, manifest)
+        records, summaries = _run_pairs(plan, configs)
+        write_json(out_dir / SUMMARY_FILE, _json_safe({"created": created, "summaries": summaries}))
     return EvalResult(records=records, summaries=summaries, out=out_dir)
+
+
+METRIC_FIELDS = (
+    *("agent", "env_id", "episode", "seed", "config_hash", "agent_hash", "persona"),
+    *("errored", "error", "error_source", "success", "success_turn", "turns", "T", "q"),
+    *("sl", "utility", "csr", "proactivity", "proactive_turns"),
+)
+"""The record fields kept with ``keep_records=False``: those the metrics and tables read."""
+
+
+def _slim(record: dict[str, Any], keep: bool) -> dict[str, Any]:
+    return record if keep else {k: record[k] for k in METRIC_FIELDS if k in record}
 
 
 @dataclasses.dataclass
@@ -800,31 +503,135 @@ class _Plan:
     executor: str = "local"
     ray_address: str | None = None
     num_envs: int = 1
+    retry_errored: bool = False
+    keep_records: bool = True
     episodes_path: Path | None = None
     worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    first_agent: Agent | None = None  # built by _prepare for the first pair's lone-env loop
+
+
+def _prepare(
+    plan: _Plan, agent_names: Sequence[str], specs: Sequence[EnvSpec], created: str
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Builds every env and agent once (so bad options fail before anything is written).
+
+    Returns:
+        The config stamp of each (agent, env id) pair, in evaluation order.
+    """
+    configs: dict[tuple[str, str], dict[str, Any]] = {}
+    safe_options = _json_safe(dict(plan.agent_kwargs))
+    for env_spec in specs:
+        env = make(env_spec.id, **plan.env_kwargs)
+        try:
+            base = base_env(env)
+            if tuple(getattr(base, "external", (SYSTEM,))) != (SYSTEM,):
+                raise ValueError(
+                    f"evaluate() drives the system seat only; {env_spec.id} was built with "
+                    f"external={getattr(base, 'external', None)!r}"
+                )
+            stamp = _stamp(
+                env_spec,
+                env,
+                plan.env_kwargs,
+                plan.agent_kwargs,
+                plan.episodes,
+                plan.seeds,
+                created,
+            )
+            for name in agent_names:
+                agent = make_agent(name, card=getattr(base, "card", None), **plan.agent_kwargs)
+                if not configs:  # the first pair reuses its agent (a model loads once)
+                    plan.first_agent = agent
+                hashed = run_config.agent_hash(name, safe_options)
+                configs[(name, env_spec.id)] = {**stamp, "agent_hash": hashed}
+        finally:
+            env.close()
+    # Evaluation order: agent by agent, then env id by env id.
+    return {(n, s.id): configs[(n, s.id)] for n in agent_names for s in specs}
+
+
+def _load_done(
+    path: Path, configs: Mapping[tuple[str, str], Mapping[str, Any]], keep: bool
+) -> dict[Key, dict[str, Any]]:
+    """The recorded episodes of this call's pairs (:class:`~dialogue_gym.journal.JournalReader`).
+
+    An incomplete last line is cut off the file (its episode plays again); records made with
+    another env or agent configuration are refused.
+    """
+    if not path.exists():
+        return {}
+    reader = JournalReader(path)
+    done: dict[Key, dict[str, Any]] = {}
+    for _, record in reader:
+        config = configs.get((record["agent"], record["env_id"]))
+        if config is None:
+            continue
+        _check_stamps(record, config)
+        key = record_key(record)
+        kept = done.get(key)
+        if kept is None or supersedes(kept, record):
+            done[key] = _slim(record, keep)
+    reader.repair()
+    return done
+
+
+def _check_stamps(record: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    what = (
+        f"the results file already holds episode {record['episode']} (seed {record['seed']}) "
+        f"of {record['agent']} on {record['env_id']}"
+    )
+    for field, kind in (("config_hash", "env"), ("agent_hash", "agent")):
+        stamped = record.get(field)
+        if stamped is None:
+            raise run_config.ConfigMismatchError(
+                f"{what} without the {kind} configuration stamp ({field}) that resuming needs "
+                "(written by an older dialogue-gym); use another output directory"
+            )
+        if stamped != config[field]:
+            raise run_config.ConfigMismatchError(
+                f"{what} from a different {kind} configuration ({field} {stamped} != "
+                f"{config[field]}); use another output directory"
+            )
+
+
+def _run_pairs(
+    plan: _Plan, configs: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Plays every pair; returns the records and the summaries."""
+    records: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    for (name, env_id), config in configs.items():
+        env = make(env_id, **plan.env_kwargs)
+        try:
+            pair = _run_pair(plan, name, env_id, env, config)
+            usage = merge_usage([usage_of(env), *plan.worker_usage])
+            plan.worker_usage.clear()
+        finally:
+            env.close()
+        records.extend(pair)
+        summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
+        if len(plan.seeds) > 1:
+            summary["per_seed"] = _per_seed(pair, plan.seeds, config)
+        if usage:
+            summary["usage"] = usage
+        summaries.append({"agent": name, "env_id": env_id, **summary, "config": config})
+    return records, summaries
+
+
+_LOGGED_ERRORS = 5
+"""Errored episodes reported on the console per (agent, env id); the rest are counted."""
 
 
 def _run_pair(
     plan: _Plan, name: str, env_id: str, env: Any, config: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """Runs the missing episodes of one (agent, env id) pair; returns all its records."""
-    base = _base_env(env)
-    if tuple(getattr(base, "external", (SYSTEM,))) != (SYSTEM,):
-        raise ValueError(
-            f"evaluate() drives the system seat only; {env_id} was built with "
-            f"external={getattr(base, 'external', None)!r}"
-        )
-    jobs = [Job(i, base + i) for base in plan.seeds for i in range(plan.episodes)]
+    base = base_env(env)
+    jobs = [Job(i, start + i) for start in plan.seeds for i in range(plan.episodes)]
     found = {job: plan.done.get((name, env_id, job.episode, job.seed)) for job in jobs}
-    for job, record in found.items():
-        stamped = None if record is None else record.get("config_hash")
-        if stamped is not None and stamped != config["config_hash"]:
-            raise ValueError(
-                f"the results file already holds episode {job.episode} (seed {job.seed}) of "
-                f"{name} on {env_id} from a different configuration (config_hash {stamped} != "
-                f"{config['config_hash']}); use another output directory"
-            )
+    if plan.retry_errored:
+        found = {job: None if r is not None and r.get("errored") else r for job, r in found.items()}
     records: list[dict[str, Any]] = [r for r in found.values() if r is not None]
     todo = [job for job, record in found.items() if record is None]
     bar = tqdm(
@@ -839,8 +646,10 @@ def _run_pair(
     for record in records:
         tally.add(record)
     card = getattr(base, "card", None)
+    errored = 0
 
     def finish(job: Job, result: dict[str, Any]) -> None:
+        nonlocal errored
         line = _dumps(
             {
                 **result,
@@ -849,16 +658,25 @@ def _run_pair(
                 "episode": job.episode,
                 "seed": job.seed,
                 "config_hash": config["config_hash"],
+                "agent_hash": config["agent_hash"],
             }
         )
         if plan.episodes_path is not None:
-            _append(plan.episodes_path, line)
-        record = json.loads(line)  # exactly what a resumed run reads back
+            append_line(plan.episodes_path, line)
+        record = _slim(json.loads(line), plan.keep_records)  # what a resumed run reads back
         records.append(record)
         tally.add(record)
+        if record.get("errored"):
+            errored += 1
+            if errored <= _LOGGED_ERRORS:
+                _LOG.warning(
+                    "%s | %s: episode %d (seed %d) errored: %s",
+                    *(name, env_id, job.episode, job.seed, record.get("error")),
+                )
         bar.set_postfix(tally.postfix(), refresh=False)
         bar.update(1)
 
+    first_agent, plan.first_agent = plan.first_agent, None
     with bar:
         bar.set_postfix(tally.postfix())
         if todo and plan.executor == "ray":
@@ -879,14 +697,19 @@ def _run_pair(
         elif todo and plan.num_envs > 1:
             _play_on_vector(plan, name, env_id, card, todo, finish, getattr(base, "backend", None))
         elif todo and plan.concurrency == 1:
-            agent = make_agent(name, card=card, **plan.agent_kwargs)
+            agent = first_agent or make_agent(name, card=card, **plan.agent_kwargs)
             for job in todo:
-                finish(job, _run_episode(env, agent, job.seed))
-            plan.worker_usage.append(_usage(None, agent))
+                finish(job, run_episode(env, agent, job.seed))
+            plan.worker_usage.append(usage_of(None, agent))
         elif todo:
             _run_concurrently(
                 plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
             )
+    if errored > _LOGGED_ERRORS:
+        _LOG.warning(
+            "%s | %s: %d more errored episodes (each record holds its error and traceback)",
+            *(name, env_id, errored - _LOGGED_ERRORS),
+        )
     records.sort(key=lambda r: (r["seed"] - r["episode"], r["episode"]))
     return records
 
@@ -912,7 +735,7 @@ def _play_on_vector(
     finish: Callable[[Job, dict[str, Any]], None],
     shared_backend: Any = None,
 ) -> None:
-    """Plays ``todo`` on a vector env of ``plan.num_envs`` sub-envs (:func:`_run_vectorized`)."""
+    """Plays ``todo`` on a vector env of ``plan.num_envs`` sub-envs (:func:`run_vectorized`)."""
     from dialogue_gym.vector import make_vec
 
     num_envs = min(plan.num_envs, len(todo))
@@ -925,11 +748,11 @@ def _play_on_vector(
     )
     try:
         with ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="agent") as pool:
-            _run_vectorized(vec, agents, todo, finish, pool)
+            run_vectorized(vec, agents, todo, finish, pool)
     finally:
         vec.close()
         for agent in agents:
-            plan.worker_usage.append(_usage(None, agent))
+            plan.worker_usage.append(usage_of(None, agent))
 
 
 def _run_concurrently(
@@ -943,7 +766,8 @@ def _run_concurrently(
 ) -> None:
     """Plays ``todo`` on ``plan.concurrency`` threads, one env and agent per thread.
 
-    ``finish`` (writing, tallying) runs on this thread only, in completion order.
+    ``finish`` (writing, tallying) runs on this thread only, in completion order; on Ctrl-C
+    or a failed write no further episode starts (:func:`episode_loop.run_threaded`).
     """
     local = threading.local()
     built: list[Any] = []
@@ -951,19 +775,17 @@ def _run_concurrently(
 
     worker_kwargs = _shared_backend_kwargs(plan, shared_backend)
 
-    def play(job: Job) -> tuple[Job, dict[str, Any]]:
+    def play(job: Job, stop: threading.Event) -> dict[str, Any]:
         if not hasattr(local, "env"):
             local.env = make(env_id, **worker_kwargs)
             local.agent = make_agent(name, card=card, **plan.agent_kwargs)
             with lock:
                 built.append((local.env, local.agent))
-        return job, _run_episode(local.env, local.agent, job.seed)
+        return run_episode(local.env, local.agent, job.seed, stop)
 
     try:
-        with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
-            for future in as_completed([pool.submit(play, job) for job in todo]):
-                finish(*future.result())
+        run_threaded(todo, play, finish, plan.concurrency)
     finally:
         for env, agent in built:
-            plan.worker_usage.append(_usage(env if shared_backend is None else None, agent))
+            plan.worker_usage.append(usage_of(env if shared_backend is None else None, agent))
             env.close()

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dialogue_gym.evaluation import Job
+    from dialogue_gym.episode_loop import Job
 
 __all__ = ["run_on_ray"]
 
@@ -55,15 +55,15 @@ class EpisodeWorker:
 
     def play(self, seed: int) -> dict[str, Any]:
         """Plays the episode reset with ``seed``; returns its record (errors recorded)."""
-        from dialogue_gym.evaluation import _run_episode
+        from dialogue_gym.episode_loop import run_episode
 
-        return _run_episode(self.env, self.agent, seed)
+        return run_episode(self.env, self.agent, seed)
 
     def usage(self) -> dict[str, Any]:
         """The backend usage counters of this worker's env."""
-        from dialogue_gym.evaluation import _usage
+        from dialogue_gym.episode_loop import usage_of
 
-        return _usage(self.env, self.agent)
+        return usage_of(self.env, self.agent)
 
     def close(self) -> None:
         """Closes the env."""
@@ -80,17 +80,22 @@ def _ray() -> Any:
     return ray
 
 
-def _ensure_ray(address: str | None) -> Any:
-    """Connects to ``address`` (or starts a local instance) unless Ray is already up."""
+def _ensure_ray(address: str | None) -> tuple[Any, bool]:
+    """Connects to ``address`` (or starts a local instance) unless Ray is already up.
+
+    Returns:
+        The ``ray`` module and whether this call initialized it (and so must shut it down).
+    """
     ray = _ray()
-    if not ray.is_initialized():
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=True,
-            configure_logging=False,
-        )
-    return ray
+    if ray.is_initialized():
+        return ray, False
+    ray.init(
+        address=address,
+        include_dashboard=False,
+        log_to_driver=True,
+        configure_logging=False,
+    )
+    return ray, True
 
 
 def run_on_ray(
@@ -123,8 +128,30 @@ def run_on_ray(
         ImportError: Ray is not installed.
         Exception: A worker that cannot be built (bad env kwargs, unknown agent) re-raises
             its error here; episode-level failures are recorded, never raised.
+
+    The actors are killed when the call ends, however it ends (an exception, Ctrl-C, or the
+    ``SIGTERM`` the command line turns into an exception); a Ray instance this call started
+    is shut down with them, so no Ray process outlives the run.
     """
-    ray = _ensure_ray(address)
+    ray, started = _ensure_ray(address)
+    try:
+        return _play(ray, todo, finish, env_id, agent, env_kwargs, agent_kwargs, workers)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _play(
+    ray: Any,
+    todo: Sequence[Job],
+    finish: Callable[[Job, dict[str, Any]], None],
+    env_id: str,
+    agent: str,
+    env_kwargs: Mapping[str, Any],
+    agent_kwargs: Mapping[str, Any],
+    workers: int,
+) -> list[dict[str, Any]]:
+    """The body of :func:`run_on_ray` on an initialized ``ray``."""
     if workers <= 1:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     workers = min(workers, len(todo))

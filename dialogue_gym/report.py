@@ -54,7 +54,14 @@ from typing import Any, TextIO
 
 from dialogue_gym import metrics
 from dialogue_gym.argtypes import int_range
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE
+from dialogue_gym.journal import (
+    EPISODES_FILE,
+    SUMMARY_FILE,
+    JournalError,
+    JournalReader,
+    record_key,
+    supersedes,
+)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -112,8 +119,10 @@ class Run:
 
     Attributes:
         path: The run directory.
-        records: Its episode records in file order, without repeats (a repeated agent, env
-            id, episode and seed keeps its first record, as a resumed evaluation does).
+        records: Its episode records in file order, without repeats: a repeated agent, env
+            id, episode and seed keeps its first record unless that one is errored and a
+            later one exists (a ``--retry-errored`` rerun), as a resumed evaluation does
+            (:func:`dialogue_gym.journal.supersedes`).
             Records whose transcript is beyond the detail budget of :func:`load_run` lack the
             fields ``transcript``, ``states``, ``votes``, ``events`` and ``initial_state``.
         summary: The parsed ``summary.json``, or ``None`` when there is none (yet).
@@ -166,29 +175,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _record_problem(record: Any) -> str | None:
-    """Why a parsed line cannot be used as an episode record; ``None`` when it can."""
-    if not isinstance(record, dict):
-        return f"expected a JSON object per line, got {type(record).__name__}"
-    missing = [key for key in ("agent", "env_id", "success") if key not in record]
-    if missing:
-        return "record lacks field(s) " + ", ".join(repr(k) for k in missing)
-    for key in ("agent", "env_id"):
-        if not isinstance(record[key], str) or not record[key]:
-            return f"{key!r} must be a non-empty string, got {record[key]!r}"
-    if not isinstance(record["success"], bool):
-        return f"'success' must be true or false, got {record['success']!r}"
-    for key in ("episode", "seed", "success_turn"):
-        if record.get(key) is not None and not _is_int(record[key]):
-            return f"{key!r} must be an integer, got {record[key]!r}"
-    if record.get("T") is not None and not (_is_int(record["T"]) and record["T"] >= 1):
-        return f"'T' must be a positive integer, got {record['T']!r}"
-    q = record.get("q")
-    if q is not None and not (isinstance(q, list) and all(_is_number(x) for x in q)):
-        return f"'q' must be a list of numbers, got {q!r}"
-    return None
-
-
 class _DetailBudget:
     """Keeps the transcript fields of the records a report will show, strips the rest.
 
@@ -215,6 +201,12 @@ class _DetailBudget:
             heap = self.errored.setdefault(group, [])
             self._push(heap, 2 * self.cap, order, position, records)
         if not self.kept.get(position):
+            _strip(record)
+
+    def replace(self, records: list[dict[str, Any]], position: int, record: dict[str, Any]) -> None:
+        """Puts ``record`` (same episode, so same order key) at ``position``."""
+        records[position] = record
+        if self.cap is not None and not self.kept.get(position):
             _strip(record)
 
     def _push(
@@ -259,9 +251,11 @@ def load_run(run_dir: str | Path, max_transcripts: int | None = None) -> Run:
         The run.
 
     Raises:
-        ReportError: The directory or its ``episodes.jsonl`` is missing, a line is not a JSON
-            episode record (the message names the file and line), there are no records, or
-            ``summary.json`` is not valid JSON.
+        ReportError: The directory or its ``episodes.jsonl`` is missing, a line other than
+            the last is not a JSON episode record (the message names the file and line),
+            there are no records, or ``summary.json`` is not valid JSON. An incomplete last
+            line (an interrupted write) is left out with a ``RuntimeWarning``, as
+            ``evaluate`` does on resume (:class:`dialogue_gym.journal.JournalReader`).
     """
     path = Path(run_dir)
     if not path.exists():
@@ -275,53 +269,27 @@ def load_run(run_dir: str | Path, max_transcripts: int | None = None) -> Run:
         )
     budget = _DetailBudget(max_transcripts)
     records: list[dict[str, Any]] = []
-    seen: set[tuple[Any, ...]] = set()
+    positions: dict[tuple[str, str, int, int], int] = {}
     duplicates = 0
     try:
-        with episodes_path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                record = _parse_line(episodes_path, number, raw)
-                if record is None:
-                    continue
-                key = (record["agent"], record["env_id"], record.get("episode"), record.get("seed"))
-                if key in seen:
-                    duplicates += 1
-                    continue
-                seen.add(key)
+        for _, record in JournalReader(episodes_path):
+            key = record_key(record)
+            position = positions.get(key)
+            if position is None:
+                positions[key] = len(records)
                 records.append(record)
                 budget.add(records, len(records) - 1)
+                continue
+            duplicates += 1
+            if supersedes(records[position], record):
+                budget.replace(records, position, record)
+    except JournalError as exc:
+        raise ReportError(str(exc)) from None
     except OSError as exc:
         raise ReportError(f"{episodes_path}: cannot read ({exc.strerror or exc})") from None
     if not records:
         raise ReportError(f"{episodes_path}: no episode records (the run has not started?)")
     return Run(path, records, _load_summary(path / SUMMARY_FILE), duplicates)
-
-
-def _parse_line(path: Path, number: int, raw: bytes) -> dict[str, Any] | None:
-    """One ``episodes.jsonl`` line as a record; ``None`` for a blank line."""
-    if not raw.strip():
-        return None
-    where = f"{path}:{number}"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReportError(f"{where}: not UTF-8 text ({exc.reason})") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = ""
-        if not raw.endswith(b"\n"):
-            hint = (
-                "; the last line is incomplete (an interrupted write): rerunning the same "
-                "`dialogue-gym eval` command with this --out repairs it"
-            )
-        raise ReportError(
-            f"{where}: corrupt record, not valid JSON ({exc.msg} at column {exc.colno}){hint}"
-        ) from None
-    problem = _record_problem(record)
-    if problem is not None:
-        raise ReportError(f"{where}: {problem}")
-    return record
 
 
 def _load_summary(path: Path) -> dict[str, Any] | None:
@@ -735,11 +703,22 @@ CSV_COLUMNS = (
 """Columns of :func:`csv_table` (a ``run`` column comes first with two runs)."""
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a text cell as a formula."""
+
+
+def _csv_text(value: str) -> str:
+    """A text cell that spreadsheets show as text (a leading ``'`` before a formula start)."""
+    return f"'{value}" if value.startswith(_FORMULA_START) else value
+
+
 def _csv_value(value: Any) -> Any:
     if _missing(value):
         return ""
     if isinstance(value, float):
         return repr(round(value, 6))
+    if isinstance(value, str):
+        return _csv_text(value)
     return value
 
 
@@ -778,7 +757,7 @@ def csv_table(
                 low, high = row.get(f"{key}_ci") or (None, None)
                 flat[f"{key}_ci_low"], flat[f"{key}_ci_high"] = low, high
             cells = [_csv_value(flat.get(column)) for column in CSV_COLUMNS]
-            writer.writerow(([str(r.path)] if two else []) + cells)
+            writer.writerow(([_csv_text(str(r.path))] if two else []) + cells)
     return buffer.getvalue()
 
 
@@ -1402,7 +1381,10 @@ def _run_meta_html(run: Run) -> str:
             f"{EPISODES_FILE} alone</li>"
         )
     if run.duplicates:
-        items.append(f"<li>{run.duplicates} repeated record(s) ignored (first one kept)</li>")
+        items.append(
+            f"<li>{run.duplicates} repeated record(s) ignored (the first one kept, or the "
+            "rerun of an errored one)</li>"
+        )
     return f"<ul>{''.join(items)}</ul>"
 
 

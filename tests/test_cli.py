@@ -11,6 +11,7 @@ from test_evaluation import PERSUASIVE, SOFT_ID, TINY_ID, agent, install_tiny
 
 from dialogue_gym.cli import main
 from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE
+from dialogue_gym.journal import MANIFEST_FILE
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_eval_default_out_dir(
     monkeypatch.chdir(tmp_path)
     assert main(["eval", tiny_id, "--agent", agent("Pushy"), "--episodes", "1"]) == 0
     (run,) = (tmp_path / "runs").iterdir()
-    assert sorted(p.name for p in run.iterdir()) == [EPISODES_FILE, SUMMARY_FILE]
+    assert sorted(p.name for p in run.iterdir()) == [EPISODES_FILE, MANIFEST_FILE, SUMMARY_FILE]
     assert str(Path("runs") / run.name / EPISODES_FILE) in capsys.readouterr().out
 
 

@@ -19,6 +19,7 @@ from dialogue_gym.agents import AgentResolutionError
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.env import DialogueEnv
 from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, EvalResult, evaluate
+from dialogue_gym.journal import MANIFEST_FILE
 from dialogue_gym.judges.base import Judgment
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.registry import EnvSpec, RegistryError, registry
@@ -289,7 +290,11 @@ def test_records_and_summary(tiny_id: str, tmp_path: Path) -> None:
     )
     assert isinstance(result, EvalResult)
     assert result.out == tmp_path
-    assert sorted(p.name for p in tmp_path.iterdir()) == [EPISODES_FILE, SUMMARY_FILE]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        EPISODES_FILE,
+        MANIFEST_FILE,
+        SUMMARY_FILE,
+    ]
     assert len(result.records) == 6
     assert read_jsonl(tmp_path / EPISODES_FILE) == result.records
     first = result.records[0]

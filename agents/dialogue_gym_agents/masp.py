@@ -18,6 +18,7 @@ needs no student.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,11 @@ def save_models(folder: Path, models: MASPModels) -> tuple[list[str], dict[str, 
 def _load_state(path: Path) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # torch's text would suggest unsafe loading: not shown
+        raise CorruptCheckpointError(
+            f"cannot read {path}: not a valid checkpoint (it holds pickled objects other than "
+            "tensor weights, which are never loaded)"
+        ) from None
     except (OSError, EOFError, RuntimeError, ValueError) as exc:
         message = " ".join(str(exc).split())[:300]
         raise CorruptCheckpointError(f"cannot read {path}: {message}") from None

@@ -36,6 +36,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import pickle
 import platform
 import shutil
 import tempfile
@@ -529,6 +530,11 @@ def load_torch_module(build: Callable[[], Any], path: str | Path, what: str) -> 
         module = build()
         state = torch.load(path, map_location="cpu", weights_only=True)
         module.load_state_dict(state, strict=True)
+    except pickle.UnpicklingError:  # torch's text would suggest unsafe loading: not shown
+        raise CorruptCheckpointError(
+            f"cannot load {what}: {path} is not a valid checkpoint (it holds pickled objects "
+            "other than tensor weights, which are never loaded)"
+        ) from None
     except (KeyError, TypeError, ValueError, RuntimeError, OSError, EOFError) as exc:
         message = " ".join(str(exc).split())[:300]
         raise CorruptCheckpointError(f"cannot load {what} in {path.parent}: {message}") from None

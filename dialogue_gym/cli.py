@@ -42,6 +42,7 @@ from dialogue_gym import metrics
 from dialogue_gym import report as report_cli
 from dialogue_gym.agents import AgentResolutionError, available_agents, parse_agent_option
 from dialogue_gym.argtypes import int_range
+from dialogue_gym.backends.cache import CacheFileError
 from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.journal import JournalWriteError
@@ -52,7 +53,14 @@ __all__ = ["main"]
 TRAINER_GROUP = "dialogue_gym.trainers"
 """Entry-point group of ``dialogue-gym train`` trainers: ``main(argv, prog) -> int``."""
 
-USAGE_ERRORS = (RegistryError, AgentResolutionError, FileNotFoundError, ValueError, TypeError)
+USAGE_ERRORS = (
+    RegistryError,
+    AgentResolutionError,
+    FileNotFoundError,
+    ValueError,
+    TypeError,
+    CacheFileError,
+)
 """Exceptions reported as a one-line usage error (exit status 2)."""
 
 QUIT = "/quit"

@@ -53,7 +53,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from dialogue_gym import metrics, run_config
-from dialogue_gym.agents import Agent, agent_factory, make_agent
+from dialogue_gym.agents import (
+    OPENAI_PREFIX,
+    Agent,
+    _names_parameter,
+    agent_factory,
+    make_agent,
+)
 from dialogue_gym.episode_loop import (
     SYSTEM,
     Job,
@@ -466,8 +472,7 @@ def evaluate(
         manifest = run_config.check_settings(
             out_dir,
             run_config.read_manifest(out_dir),
-            list(configs),
-            _json_safe(agent_kwargs),
+            {pair: config["agent_kwargs"] for pair, config in configs.items()},
             _json_safe(env_kwargs),
         )
         plan.episodes_path = out_dir / EPISODES_FILE
@@ -520,7 +525,6 @@ def _prepare(
         The config stamp of each (agent, env id) pair, in evaluation order.
     """
     configs: dict[tuple[str, str], dict[str, Any]] = {}
-    safe_options = _json_safe(dict(plan.agent_kwargs))
     for env_spec in specs:
         env = make(env_spec.id, **plan.env_kwargs)
         try:
@@ -543,12 +547,28 @@ def _prepare(
                 agent = make_agent(name, card=getattr(base, "card", None), **plan.agent_kwargs)
                 if not configs:  # the first pair reuses its agent (a model loads once)
                     plan.first_agent = agent
-                hashed = run_config.agent_hash(name, safe_options)
-                configs[(name, env_spec.id)] = {**stamp, "agent_hash": hashed}
+                options = _json_safe(_received_options(name, plan.agent_kwargs))
+                configs[(name, env_spec.id)] = {
+                    **stamp,
+                    "agent_kwargs": options,
+                    "agent_hash": run_config.agent_hash(name, options),
+                }
         finally:
             env.close()
     # Evaluation order: agent by agent, then env id by env id.
     return {(n, s.id): configs[(n, s.id)] for n in agent_names for s in specs}
+
+
+def _received_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options ``make_agent`` passes to the agent ``name`` (``base_url`` only if it uses it)."""
+    received = dict(options)
+    if (
+        "base_url" in received
+        and not name.startswith(OPENAI_PREFIX)
+        and not _names_parameter(agent_factory(name), "base_url")
+    ):
+        del received["base_url"]
+    return received
 
 
 def _load_done(

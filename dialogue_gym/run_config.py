@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +85,7 @@ def _diff(kind: str, stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
 def check_settings(
     directory: Path,
     manifest: Mapping[str, Any],
-    pairs: Iterable[tuple[str, str]],
-    agent_options: Mapping[str, Any],
+    pairs: Mapping[tuple[str, str], Mapping[str, Any]],
     env_options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Refuses settings that differ from the folder's; returns the manifest to write.
@@ -94,8 +93,8 @@ def check_settings(
     Args:
         directory: The output folder (named in the error).
         manifest: Its :func:`read_manifest`.
-        pairs: The (agent, env id) pairs of this call.
-        agent_options: JSON-safe agent factory options of this call.
+        pairs: The (agent, env id) pairs of this call, each with the JSON-safe factory
+            options its agent receives.
         env_options: JSON-safe ``make`` overrides of this call.
 
     Returns:
@@ -109,7 +108,7 @@ def check_settings(
         (e.get("agent"), e.get("env_id")): e for e in manifest["pairs"] if isinstance(e, dict)
     }
     added = []
-    for agent, env_id in pairs:
+    for (agent, env_id), agent_options in pairs.items():
         entry = entries.get((agent, env_id))
         if entry is None:
             added.append(

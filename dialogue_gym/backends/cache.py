@@ -37,7 +37,7 @@ from dialogue_gym.backends.base import (
     record_usage,
 )
 
-__all__ = ["CACHE_MODES", "CachedBackend", "ReplayCache", "cache_key"]
+__all__ = ["CACHE_MODES", "CacheFileError", "CachedBackend", "ReplayCache", "cache_key"]
 
 CACHE_MODES = ("off", "rw", "replay")
 SCHEMA_VERSION = 1
@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS completions (
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta (name, value) VALUES ('schema_version', '1');
 """
+
+
+class CacheFileError(BackendError):
+    """The cache file is not a usable SQLite database (corrupt, or some other file).
+
+    The message names the file; nothing in it is overwritten.
+    """
 
 
 def request_payload(
@@ -108,13 +115,20 @@ class ReplayCache:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None and getattr(self._local, "pid", None) == os.getpid():
             return conn
-        conn = sqlite3.connect(
-            str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-        self._retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-        conn.execute("PRAGMA synchronous = NORMAL")
-        self._retry_locked(lambda: conn.executescript(_SCHEMA))
+        try:
+            conn = sqlite3.connect(
+                str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise self._file_error(exc) from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            self._retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._retry_locked(lambda: conn.executescript(_SCHEMA))
+        except BaseException:
+            conn.close()
+            raise
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._lock:
             self._connections.append(conn)
@@ -128,9 +142,19 @@ class ReplayCache:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
+                if "locked" not in str(exc):
+                    raise self._file_error(exc) from None
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
+            except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed"
+                raise self._file_error(exc) from None
+
+    def _file_error(self, exc: sqlite3.Error) -> CacheFileError:
+        return CacheFileError(
+            f"backend cache {str(self.path)!r} is not a usable cache file ({exc}); move or "
+            "delete it, or pass another cache path"
+        )
 
     def close(self) -> None:
         """Close every connection this object opened (it reconnects on the next use)."""

@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from dialogue_gym.card_schema import exchange_budget
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.judges import default_success_judge
 from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
@@ -154,9 +155,9 @@ class DialogueEnv(ParallelEnv):
             raise ValueError("max_utterance_chars must be positive")
         self.external = external
         self.system_policy = system_policy
-        self.max_exchanges = int(max_exchanges or self.card.max_exchanges)
-        if self.max_exchanges < 1:
-            raise ValueError(f"max_exchanges must be >= 1, got {max_exchanges}")
+        self.max_exchanges = (
+            self.card.max_exchanges if max_exchanges is None else exchange_budget(max_exchanges)
+        )
         if weights is None:
             weights = RewardWeights()
         elif isinstance(weights, Mapping):

@@ -6,89 +6,20 @@ user's hidden state.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.mind.encoders import Encoder, make_encoder
+from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import TemplateRealizer
+from dialogue_gym_agents.listening import ListeningAgent
 
 USER_SPEAKER = 1
 
 
 def _user_replies(observation: dict[str, Any]) -> list[str]:
     return [turn["text"] for turn in observation["history"] if turn["speaker"] == USER_SPEAKER]
-
-
-class ConcernListener:
-    """Recognizes which concerns a user reply raises, from the card's public ``voice`` lines.
-
-    A sentence raises the concern of its most similar voice line when the cosine similarity
-    reaches ``threshold``. With ``reactions`` the listener also knows the card's public
-    acknowledgement lines (``ack_partial`` / ``ack_resolved``): a sentence closer to one of
-    those is the user *reacting* to what was said about a concern ("that split is better than
-    I feared"), not raising it, and :meth:`reactions` reports it instead.
-
-    Args:
-        card: The task card.
-        encoder: Sentence encoder.
-        threshold: Cosine similarity at which a sentence raises a concern.
-        concerns: Listen only for these concern ids (default: all of the card's).
-        reactions: Tell reactions to a concern apart from raising it.
-    """
-
-    MIN_WORDS = 4
-
-    def __init__(
-        self,
-        card: TaskCard,
-        encoder: Encoder,
-        threshold: float,
-        concerns: Iterable[str] | None = None,
-        reactions: bool = False,
-    ) -> None:
-        wanted = set(concerns) if concerns is not None else {c.id for c in card.concerns}
-        lines = [(c.id, "voice", line) for c in card.concerns if c.id in wanted for line in c.voice]
-        if reactions:
-            for c in card.concerns:
-                if c.id in wanted:
-                    lines += [(c.id, "partial", line) for line in c.ack_partial]
-                    lines += [(c.id, "resolved", line) for line in c.ack_resolved]
-        self.encoder = encoder
-        self.threshold = threshold
-        self._ids = [cid for cid, _, _ in lines]
-        self._kinds = [kind for _, kind, _ in lines]
-        self._matrix = np.asarray(encoder.encode([line for _, _, line in lines]))
-
-    def heard(self, reply: str) -> list[tuple[str, str]]:
-        """``(concern id, kind)`` per concern the reply mentions, in order of first mention.
-
-        ``kind`` is ``"voice"`` (raised), ``"partial"`` (reacting to a partial answer) or
-        ``"resolved"`` (reacting to an answer that settled it).
-        """
-        # Fillers ("We'll see.", "Go on.") match some line by chance; a worry takes more words.
-        sentences = [s for s in re.split(r"[.!?]+", reply) if len(s.split()) >= self.MIN_WORDS]
-        if not sentences or not self._ids:
-            return []
-        sims = np.asarray(self.encoder.encode(sentences)) @ self._matrix.T
-        heard: dict[str, str] = {}
-        for row in sims:
-            best = int(np.argmax(row))
-            if row[best] >= self.threshold and self._ids[best] not in heard:
-                heard[self._ids[best]] = self._kinds[best]
-        return list(heard.items())
-
-    def raised(self, reply: str) -> list[str]:
-        """The concern ids the reply's sentences raise, in order of first mention."""
-        return [cid for cid, kind in self.heard(reply) if kind == "voice"]
-
-    def reactions(self, reply: str) -> dict[str, str]:
-        """Concern id → ``"partial"`` / ``"resolved"`` for the reactions in the reply."""
-        return {cid: kind for cid, kind in self.heard(reply) if kind != "voice"}
 
 
 class RandomAgent:
@@ -268,39 +199,48 @@ ANSWERS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ScriptedPersuader:
-    """A sensible hand-written P4G persuader.
+class ScriptedPersuader(ListeningAgent):
+    """A sensible hand-written P4G persuader: the closed loop of :class:`ListeningAgent`.
 
-    It opens with rapport and an inquiry, listens for the concern the user raises (embedding
-    similarity of the reply to the card's public concern ``voice`` lines), answers it with its
-    own hand-written reasons (:data:`ANSWERS`) — again if the user still sounds unconvinced —
-    offers a few reasons proactively, and asks for a small donation only when nothing the user
-    raised is left unanswered. It never asks twice in a row except at the last exchange.
+    It opens with rapport and an inquiry, listens for the concern the user raises, answers it
+    with its own hand-written reasons (:data:`ANSWERS`, else the card's strategy templates for
+    that concern) until the user signals it is settled, checks for anything else, and asks for
+    a small donation when nothing the user raised is left unanswered (always on the last
+    exchange, never twice in a row).
 
     Args:
         card: The task card.
-        seed: Default seed (overridden by :meth:`reset`).
+        seed: Default seed (the agent is deterministic; kept for the interface).
         encoder: Encoder used to recognize raised concerns.
         detect_threshold: Cosine similarity at which a reply sentence raises a concern.
     """
 
-    OPENING = (
-        "Hi there! How are you doing today? Have you ever heard of the charity Save the Children?"
-    )
-    PROBE = (
-        "What do you think about donating to charities like this one? Is anything making "
-        "you hesitate?"
-    )
-    WHY_NOT = "That's completely fine. May I ask what's holding you back? I'd like to understand."
-    ASKS = (
-        "Would you be willing to donate a small amount, even 50 cents of your task payment, "
-        "to Save the Children? It's entirely your call.",
-        "Would you consider giving a little, maybe 25 cents, from this task to help the "
-        "children? No pressure either way.",
-        "If you're open to it, would you donate any amount you like from your payment today? "
-        "Even a few cents helps.",
-    )
-    MAX_ANSWERS = 3
+    LINES: ClassVar[dict[str, Any]] = {
+        "opening": (
+            "Hi there! How are you doing today? Have you ever heard of the charity Save the "
+            "Children?"
+        ),
+        "probe": (
+            "What do you think about donating to charities like this one? Is anything making "
+            "you hesitate?"
+        ),
+        "open_question": (
+            "Before I tell you more, I'd like to hear it from you: what is your biggest "
+            "hesitation about giving?"
+        ),
+        "anything_else": "Okay. Is there anything else that gives you pause about donating?",
+        "why_not": (
+            "That's completely fine. May I ask what's holding you back? I'd like to understand."
+        ),
+        "asks": (
+            "Would you be willing to donate a small amount, even 50 cents of your task payment, "
+            "to Save the Children? It's entirely your call.",
+            "Would you consider giving a little, maybe 25 cents, from this task to help the "
+            "children? No pressure either way.",
+            "If you're open to it, would you donate any amount you like from your payment "
+            "today? Even a few cents helps.",
+        ),
+    }
     PROACTIVE = ("trust", "efficacy", "affordability")
 
     def __init__(
@@ -310,77 +250,9 @@ class ScriptedPersuader:
         encoder: str | Encoder = "minilm",
         detect_threshold: float = 0.55,
     ) -> None:
-        self.card = card
-        self.encoder = make_encoder(encoder)
-        self.threshold = detect_threshold
-        self.listener = ConcernListener(card, self.encoder, detect_threshold)
-        self._answers = {
+        answers = {
             c.id: ANSWERS.get(c.id)
             or tuple(t for s in card.strategies if c.id in s.addresses for t in s.templates)
             for c in card.concerns
         }
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Forgets the previous episode."""
-        self._turn = 0
-        self._pending: list[str] = []
-        self._answered: dict[str, int] = {}
-        self._last_answered: str | None = None
-        self._asked_last = False
-        self._asks = 0
-        self._proactive = list(self.PROACTIVE)
-
-    def _answer(self, concern: str) -> str:
-        count = self._answered.get(concern, 0)
-        self._answered[concern] = count + 1
-        self._last_answered = concern
-        answers = self._answers.get(concern) or ANSWERS["efficacy"]
-        return answers[count % len(answers)]
-
-    def _ask(self) -> str:
-        self._asked_last = True
-        self._asks += 1
-        return self.ASKS[(self._asks - 1) % len(self.ASKS)]
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next persuader turn."""
-        self._turn += 1
-        replies = _user_replies(observation)
-        last = replies[-1] if replies else ""
-        stance = classify_stance(last, self.card) if last else "neutral"
-        raised = self.listener.raised(last)
-        for concern in reversed(raised):  # newest concern first
-            if concern in self._pending:
-                self._pending.remove(concern)
-            if self._answered.get(concern, 0) < self.MAX_ANSWERS:
-                self._pending.insert(0, concern)
-        # Still unconvinced after an answer (and nothing new raised): answer the same again.
-        previous, self._last_answered = self._last_answered, None
-        if (
-            previous
-            and not raised
-            and stance not in ("positive", "agree")
-            and self._answered.get(previous, 0) < 2
-            and previous not in self._pending
-        ):
-            self._pending.insert(0, previous)
-        asked_last, self._asked_last = self._asked_last, False
-        last_exchange = observation.get("exchange", self._turn - 1) >= self.card.max_exchanges - 1
-        if self._turn == 1:
-            return self.OPENING
-        if last_exchange:
-            return self._ask()
-        if self._pending:
-            return self._answer(self._pending.pop(0))
-        if self._turn == 2:
-            return self.PROBE
-        if asked_last and stance == "refused":
-            return self.WHY_NOT
-        if stance in ("positive", "agree") and not asked_last:
-            return self._ask()
-        while self._proactive:
-            concern = self._proactive.pop(0)
-            if concern in self._answers and self._answered.get(concern, 0) == 0:
-                return self._answer(concern)
-        return self.WHY_NOT if asked_last else self._ask()
+        super().__init__(card, self.LINES, answers, self.PROACTIVE, seed, encoder, detect_threshold)

@@ -11,11 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym_agents.baselines import ConcernListener, PushyAgent
-
-USER_SPEAKER = 1
+from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym_agents.baselines import PushyAgent
+from dialogue_gym_agents.listening import ListeningAgent
 
 # Each task's fixed lines: the opening (rapport), the needs inquiry that introduces the offer
 # with its key facts, the question after a bare refusal, and the proposals (never pushy, each
@@ -258,24 +256,19 @@ PUSHY: dict[str, tuple[str, ...]] = {
 }
 
 
-def _user_replies(observation: dict[str, Any]) -> list[str]:
-    return [turn["text"] for turn in observation["history"] if turn["speaker"] == USER_SPEAKER]
-
-
 def _table(table: dict[str, Any], card: TaskCard, what: str) -> Any:
     if card.id not in table:
         raise ValueError(f"no {what} for task {card.id!r}; the sales agents cover {sorted(table)}")
     return table[card.id]
 
 
-class ScriptedSalesAgent:
+class ScriptedSalesAgent(ListeningAgent):
     """A sensible hand-written outbound sales agent for the Merchant and Courier cards.
 
-    It opens with rapport, introduces the offer with a needs inquiry, listens for the concern
-    the user raises (embedding similarity of each reply sentence to the card's public concern
-    ``voice`` lines), answers it with its own concrete reasons (:data:`ANSWERS`), answers again
-    when the user still sounds unconvinced, brings up the offer's key facts proactively, and
-    proposes enrollment only when nothing the user raised is pending, never twice in a row.
+    The closed loop of :class:`ListeningAgent` with this module's tables: it opens with
+    rapport, asks what would make the user hesitate about the offer, answers the concern the
+    user raises with its own concrete reasons (:data:`ANSWERS`) until the user signals it is
+    settled, checks for anything else, and proposes enrollment when nothing raised is pending.
 
     Args:
         card: The task card (``Merchant`` or ``Courier``).
@@ -285,8 +278,6 @@ class ScriptedSalesAgent:
         **kwargs: Other agent options of the evaluation harness (ignored).
     """
 
-    MAX_ANSWERS = 3
-
     def __init__(
         self,
         card: TaskCard,
@@ -295,116 +286,15 @@ class ScriptedSalesAgent:
         detect_threshold: float = 0.55,
         **kwargs: Any,
     ) -> None:
-        self.card = card
-        self.lines = _table(LINES, card, "lines")
-        answers = _table(ANSWERS, card, "answers")
-        self._answers = {c.id: answers[c.id] for c in card.concerns if c.id in answers}
-        self._proactive_order = tuple(
-            c for c in _table(PROACTIVE, card, "proactive list") if c in self._answers
+        super().__init__(
+            card,
+            _table(LINES, card, "lines"),
+            _table(ANSWERS, card, "answers"),
+            _table(PROACTIVE, card, "proactive list"),
+            seed,
+            encoder,
+            detect_threshold,
         )
-        self.encoder = make_encoder(encoder)
-        self.threshold = detect_threshold
-        self.listener = ConcernListener(
-            card, self.encoder, detect_threshold, self._answers, reactions=True
-        )
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Forgets the previous episode."""
-        self._turn = 0
-        self._pending: list[str] = []
-        self._answered: dict[str, int] = {}
-        self._heard: set[str] = set()
-        self._last_answered: str | None = None
-        self._asked_last = False
-        self._asks = 0
-        self._proactive = list(self._proactive_order)
-        self._settled: set[str] = set()
-        self._checked = False
-
-    def _answer(self, concern: str) -> str:
-        count = self._answered.get(concern, 0)
-        self._answered[concern] = count + 1
-        self._last_answered = concern
-        answers = self._answers[concern]
-        return answers[count % len(answers)]
-
-    def _ask(self) -> str:
-        self._asked_last = True
-        self._asks += 1
-        asks = self.lines["asks"]
-        return asks[(self._asks - 1) % len(asks)]
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next sales turn."""
-        self._turn += 1
-        replies = _user_replies(observation)
-        last = replies[-1] if replies else ""
-        stance = classify_stance(last, self.card) if last else "neutral"
-        heard = self.listener.heard(last) if last else []
-        raised = [c for c, kind in heard if kind == "voice"]
-        reactions = {c: kind for c, kind in heard if kind != "voice"}
-        if stance in ("positive", "agree"):
-            # A satisfied echo of an answered concern ("ok, the margins work") is not a new one.
-            raised = [c for c in raised if not self._answered.get(c)]
-        self._heard.update(raised)
-        for concern, kind in reactions.items():
-            if kind == "resolved":
-                self._settled.add(concern)
-            else:
-                self._heard.add(concern)  # a partial reaction shows the worry is theirs
-        for concern in reversed(raised):  # the newest concern first
-            if concern in self._pending:
-                self._pending.remove(concern)
-            if self._answered.get(concern, 0) < self.MAX_ANSWERS:
-                self._pending.insert(0, concern)
-        self._pending = [c for c in self._pending if c not in self._settled]
-        # An answer to something of theirs that did not settle it (no "resolved" reaction):
-        # answer it again with the next reason, after anything new they raised. A flat reply
-        # to a proactive answer means the point was not theirs, so the agent moves on.
-        previous, self._last_answered = self._last_answered, None
-        if (
-            previous is not None
-            and previous in self._heard
-            and previous not in self._settled
-            and previous not in self._pending
-            and self._answered.get(previous, 0) < self.MAX_ANSWERS
-        ):
-            self._pending.append(previous)
-        asked_last, self._asked_last = self._asked_last, False
-        if self._turn == 1:
-            return self.lines["opening"]
-        last_exchange = observation.get("exchange", self._turn - 1) >= self.card.max_exchanges - 1
-        if last_exchange and not asked_last:
-            return self._ask()  # the last chance to ask; an unanswered point is lost anyway
-        if self._turn == 2:
-            return self.lines["probe"]
-        if self._turn == 3 and not (set(raised) - set(self._answered)):
-            # The pitch drew out nothing of their own (a reaction to the pitch is not their
-            # main worry): ask for it before answering guesses.
-            return self.lines["open_question"]
-        if self._pending:
-            return self._answer(self._pending.pop(0))
-        unsettled = [
-            c
-            for c in self._heard
-            if c not in self._settled and self._answered.get(c, 0) < self.MAX_ANSWERS
-        ]
-        if unsettled:
-            return self._answer(min(unsettled, key=lambda c: self._answered.get(c, 0)))
-        if asked_last and stance == "refused":
-            return self.lines["why_not"]
-        if not self._checked and not asked_last:
-            # What they raised is settled: check for anything else before asking.
-            self._checked = True
-            return self.lines["anything_else"]
-        if stance in ("positive", "agree") and not asked_last:
-            return self._ask()
-        while self._proactive:
-            concern = self._proactive.pop(0)
-            if self._answered.get(concern, 0) == 0:
-                return self._answer(concern)
-        return self.lines["why_not"] if asked_last else self._ask()
 
 
 class PushySalesAgent(PushyAgent):

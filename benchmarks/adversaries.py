@@ -7,7 +7,9 @@ episodes per env, then prints SR, AT, RCSR (and SL for negotiation) per cell and
 integrity targets of issue 13:
 
 * hard envs: every adversary's SR is at most ``--ratio`` (0.5) of ``scripted``'s and never
-  above it; on negotiation its SL is never above ``scripted``'s;
+  above it. On negotiation (CB), where any deal below the listing is a "success", the score
+  that ranks buyers is SL (sale-to-list): there the adversary's SL must be at most
+  ``--ratio`` of ``scripted``'s and its SR never above ``scripted``'s;
 * soft envs: RCSR separates them (``scripted`` RCSR − adversary RCSR ≥ ``--rcsr-gap``).
 
 Each cell that misses is printed as MISS, and the exit status is 1 when any does.
@@ -60,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the benchmark; returns 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="*", help="env ids (default: every registered env)")
-    parser.add_argument("--agents", nargs="*", default=list(ADVERSARIES), help="adversaries")
+    parser.add_argument(
+        "--agents",
+        nargs="*",
+        default=list(ADVERSARIES),
+        choices=list(ADVERSARIES),
+        help="adversaries",
+    )
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes per cell")
     parser.add_argument("--seed", type=int, default=0, help="seed of evaluation episode 0")
     parser.add_argument("--encoder", default="minilm", help="encoder of every env")
@@ -88,10 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         for agent in args.agents:
             row = _row(agent, env_id, args)
             sl = row.get("sl")
-            if hard:
-                ok = row["sr"] <= args.ratio * base["sr"] + 1e-9 and row["sr"] <= base["sr"]
-                if sl is not None and sl_base is not None:
-                    ok = ok and sl <= sl_base + 1e-9
+            if hard and sl is not None and sl_base is not None:
+                ok = sl <= args.ratio * sl_base + 1e-9 and row["sr"] <= base["sr"] + 1e-9
+                check = f"SL <= {args.ratio:g}x scripted" + ("" if ok else "  MISS")
+            elif hard:
+                ok = row["sr"] <= args.ratio * base["sr"] + 1e-9
                 check = f"SR <= {args.ratio:g}x scripted" + ("" if ok else "  MISS")
             else:
                 ok = base["rcsr"] - row["rcsr"] >= args.rcsr_gap - 1e-9

@@ -168,3 +168,34 @@ def test_adversaries_lose_to_the_scripted_agent_on_hard_users(env_id):
     assert scripted["sr"] >= 0.5
     for name, row in rows.items():
         assert row["sr"] <= 0.5 * scripted["sr"], name
+
+
+def test_success_judge_views_are_independent_for_simulator_replies():
+    """The stated view reads the reply's text even when the simulator wrote it: a reply that
+    says no while the decision state says agree is not three agreeing votes."""
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.judges.base import Exchange
+    from dialogue_gym.judges.embedded import StateSuccessJudge
+    from dialogue_gym.users.base import UserTurn
+
+    card = load_card("esconv")
+    judge = StateSuccessJudge(card)
+
+    def votes(reply: str, decision: str, willingness: float) -> tuple[str, ...]:
+        turn = UserTurn(reply, decision, card.target, True)
+        exchange = Exchange(
+            1,
+            (("system", "Hi."), ("user", reply)),
+            "Hi.",
+            reply,
+            turn,
+            {"willingness": willingness},
+        )
+        return judge.judge(exchange).votes
+
+    labels = card.success_judge.decision_labels
+    agree = votes("Thank you, I feel so much better now.", "agree", 0.9)
+    contradicted = votes("No, this doesn't help at all.", "agree", 0.9)
+    assert agree.count(labels["agree"]) >= 2
+    assert contradicted[0] != labels["agree"]  # the text view disagrees with the decision
+    assert contradicted[1] == labels["agree"]  # the decision view

@@ -164,11 +164,16 @@ def test_buyer_accepting_a_lower_counter_succeeds_with_its_sl():
     steps.append(infos["system"])
     listing = infos["system"]["privileged"]["listing_price"]
     target = infos["system"]["privileged"]["buyer_target"]
-    offer = format_price(round(0.7 * listing))
-    obs, *_, infos = env.step({"system": f"{ARGUE_CONDITION} Would you take {offer}?"})
-    steps.append(infos["system"])
-    counter = offer_in(obs["system"]["history"][-1]["text"], listing)
-    assert counter is not None and counter < listing
+    counter = listing
+    # One argument per turn (unvoiced ones earn part of their weight) until the seller moves.
+    for argument, fraction in zip(STUFFED.split(". ")[:3], (0.7, 0.72, 0.74), strict=True):
+        offer = format_price(round(fraction * listing))
+        obs, *_, infos = env.step({"system": f"{argument.rstrip('.')}. Would you take {offer}?"})
+        steps.append(infos["system"])
+        counter = offer_in(obs["system"]["history"][-1]["text"], listing) or listing
+        if counter < listing:
+            break
+    assert counter < listing
     _, _, term, _, infos = env.step({"system": "Okay, you've got a deal at your price."})
     steps.append(infos["system"])
     info = infos["system"]
@@ -176,7 +181,7 @@ def test_buyer_accepting_a_lower_counter_succeeds_with_its_sl():
     expected = (counter - listing) / (target - listing)
     assert info["utility"] == pytest.approx(expected) and expected > 0
     assert metrics.sl_from_steps(steps) == pytest.approx(expected)
-    assert info["episode"]["success_turn"] == 3
+    assert info["episode"]["success_turn"] == len(steps)
 
 
 def test_the_exploit_runs_to_T_with_sl_zero(tmp_path):
@@ -421,3 +426,22 @@ def test_inclusive_judge_through_make():
     listing = asking_price_in(env.history[-1][1])
     _, _, term, _, infos = env.step({"system": f"Deal at {format_price(listing)}."})
     assert term["system"] and infos["system"]["success"]  # the paper's convention
+
+
+def test_an_argument_answering_what_the_seller_voiced_earns_more_than_one_recited_blind(
+    seller_factory,
+):
+    voiced, blind = seller_factory(), seller_factory()
+    for seller in (voiced, blind):
+        seller.respond(GREETING)
+    voiced.arguments["condition"].voiced = True  # the seller raised the wear itself
+    blind.arguments["condition"].voiced = False  # it has not (yet) said it cares
+    start = voiced.ask
+    assert blind.ask == pytest.approx(start)
+    for seller in (voiced, blind):
+        turn = seller.respond(f"{ARGUE_CONDITION} Would you take $350?")
+        assert _credited(turn.events) == ["addressed:condition"]
+    assert "proactive:condition" in turn.events  # the blind one
+    gained_voiced, gained_blind = start - voiced.ask, start - blind.ask
+    assert gained_blind > 0
+    assert gained_blind == pytest.approx(gained_voiced * HARD.proactive_credit, rel=0.05)

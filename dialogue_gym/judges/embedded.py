@@ -1,7 +1,8 @@
 """Embedded (offline, deterministic) judges that read the simulator's state.
 
-The success judge casts three votes from three views of the user — the stance its reply
-states, its intention (the decision state) and its willingness — translates the stances into
+The success judge casts three votes from three independent views of the user — the stance
+its reply states (read from the reply's text with the card's cues, whoever wrote it), its
+intention (the decision state) and its willingness — translates the stances into
 the task's labels (``decision_labels``: for ESConv refused/neutral/positive/agree are
 worse/same/somewhat_better/resolved) and maps them through the card's label→reward map and
 success rule exactly as the LLM judge's n sampled votes are. For P4G (threshold 0.6) two
@@ -83,7 +84,9 @@ class StateSuccessJudge:
     def judge(self, exchange: Exchange) -> Judgment:
         """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
         decision = exchange.turn.decision
-        stated = classify_stance(exchange.user, self.card) if exchange.external_user else decision
+        # Three independent views: what the reply says (read from its text, for the
+        # simulator's own replies too), what the user decided, and how willing it is.
+        stated = classify_stance(exchange.user, self.card)
         w = float(exchange.privileged.get("willingness", 0.0))
         if w >= self.agree_w:
             by_w = "agree" if decision == "agree" else "positive"

@@ -215,6 +215,9 @@ class SellerPreset:
         stuffing_mood: Mood lost by a turn that touches two or more arguments at once
             (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
             real cost is that only one of its arguments counts.
+        proactive_credit: Share of an argument's gain it earns before the seller has voiced
+            that concern (closed loop: an argument answering what the seller said it cares
+            about counts in full; the same argument recited blind counts this much).
         anti_threshold: Anti-pattern score that counts as an insult.
         cave_prob: Probability of giving in to an offer below the acceptable price without a
             reason (the soft-seller bias; not justified).
@@ -240,6 +243,7 @@ class SellerPreset:
     unlock_margin: float = 0.3
     tie_margin: float = 0.02
     stuffing_mood: float = 0.05
+    proactive_credit: float = 0.5
     anti_threshold: float = 0.6
     cave_prob: float = 0.0
     cave_growth: float = 0.0
@@ -378,7 +382,7 @@ class SellerUser:
             raise CardError(f"card {card.id!r}: seller.mind is missing {sorted(missing)}")
         self.card = card
         self.preset = preset
-        self.analyzer = UtteranceAnalyzer(card, encoder)
+        self.analyzer = UtteranceAnalyzer(card, encoder, scoring="centroid")
         self.personas = personas if personas is not None else persona_bank(card)
         self.listings = listings if listings is not None else listing_bank(card)
         if not self.personas or not self.listings:
@@ -615,6 +619,8 @@ class SellerUser:
                 else:
                     arg.progress += 1
                     gain = preset.arg_gain * self._weight(cid)
+                    if not arg.voiced:
+                        gain *= preset.proactive_credit
                     step.addressed.append(cid)
                     events.append(f"addressed:{cid}")
                     if not arg.voiced:

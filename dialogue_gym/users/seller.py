@@ -58,7 +58,7 @@ from dialogue_gym.prices import format_price, mask_prices, offer_in
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
-from dialogue_gym.users.cognitive import calibrated
+from dialogue_gym.users.presets import calibrated
 from dialogue_gym.users.persona import Persona, persona_bank
 
 __all__ = [

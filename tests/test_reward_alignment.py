@@ -66,7 +66,9 @@ def test_blind_policies_refuse_and_play_to_the_end(make_env, fixed_system, env_i
                 assert classify_stance(text, env.card) == "refused"
             if name == "refuse_when_would_agree":
                 assert classify_stance(text, env.card) != "agree"
-            env.step({"user": text})
+            _, _, _, _, infos = env.step({"user": text})
+        if name in ("always_refuse", "refuse_when_would_agree"):
+            assert not infos["user"]["episode"]["success"]
     assert classify_stance(refusal(env.user, fixed_system.text), env.card) == "refused"
     shadow = twin(env.user)
     assert shadow is not env.user and shadow.card is env.user.card

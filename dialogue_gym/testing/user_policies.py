@@ -14,7 +14,9 @@ own copy of the random stream, so the env stays deterministic given the seed.
 * ``refuse_once_resolved`` — the simulator's reply until every blocking concern of the user is
   resolved (by the system turn being answered, included), then a refusal every turn after.
 * ``refuse_when_would_agree`` — the simulator's reply, except that when the simulator would
-  agree it refuses instead.
+  agree it refuses instead. "Would agree" is the simulator's reply deciding ``agree``, or the
+  env's own success judge passing that reply (an ESConv seeker who feels somewhat better
+  already counts as a success there).
 
 Refusals are worded by the user itself when it can (``realize_act("refuse")`` of a
 :class:`~dialogue_gym.users.cognitive.CognitiveUser`, in the persona's style, voicing its top
@@ -28,6 +30,7 @@ import copy
 import re
 from typing import Any
 
+from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.prices import format_price
 
@@ -126,8 +129,8 @@ class BlindUserPolicy:
     Call :meth:`reset` at each episode start and :meth:`act` whenever the user must speak.
     After each :meth:`act`, ``refused`` says whether the reply states a refusal, ``resolved``
     whether every blocking concern was resolved when it was given, ``would_agree`` whether
-    the simulator itself would have agreed, and ``deviated`` whether the policy refused where
-    the simulator would not have.
+    the simulator itself would have agreed (decided ``agree`` or passed the env's success
+    judge), and ``deviated`` whether the policy refused where the simulator would not have.
 
     Args:
         name: One of :data:`USER_POLICIES`.
@@ -155,7 +158,7 @@ class BlindUserPolicy:
         system_text = env.history[-1][1]
         shadow = twin(env.user)
         turn = shadow.respond(system_text)
-        self.would_agree = turn.decision == "agree"
+        self.would_agree = turn.decision == "agree" or _succeeds(env, turn.text, system_text)
         self.resolved = blocking_resolved(shadow)
         self._resolved_once = self._resolved_once or self.resolved
         refuse = {
@@ -168,6 +171,26 @@ class BlindUserPolicy:
         self.refused = classify_stance(text, env.card) == "refused"
         self.deviated = refuse and classify_stance(turn.text, env.card) != "refused"
         return text
+
+
+def _succeeds(env: Any, reply: str, system_text: str) -> bool:
+    """Whether the env's success judge would pass ``reply`` given as the user's action.
+
+    A second twin takes the reply the way the env's user will (``observe``), and the judge
+    sees the exchange as the env will show it.
+    """
+    probe = twin(env.user)
+    turn = probe.observe(system_text, reply)
+    exchange = Exchange(
+        index=env.exchange + 1,
+        history=(*env.history, ("user", reply)),
+        system=system_text,
+        user=reply,
+        turn=turn,
+        privileged=probe.privileged(),
+        external_user=True,
+    )
+    return bool(env.success_judge.judge(exchange).success)
 
 
 def make_user_policy(name: str) -> BlindUserPolicy:

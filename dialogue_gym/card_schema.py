@@ -431,4 +431,4 @@ def check_extra_sections(data: Mapping[str, Any]) -> None:
                 low = number(item, "low", path, 0, 1e9, low_open=True)
                 high = number(item, "high", path, 0, 1e9, low_open=True)
                 if low > high:
-                    raise CardError(f"{path}: low ({low:g}) must not exceed high ({high:g})")
+                    raise CardError(f"{path}.high: must not be below low ({low:g}), got {high:g}")

@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dialogue_gym import card_schema as schema
+from dialogue_gym.card_schema import CardError
 from dialogue_gym.mind.bdi import BDI
 
 if sys.version_info >= (3, 11):
@@ -27,10 +29,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 SCHEMA_VERSION = 1
 FACETS = ("financial", "psychological", "operational")
-
-
-class CardError(ValueError):
-    """A task card is missing fields or holds invalid values."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +230,7 @@ REQUIRED_REPLIES = (
     "offtopic",
     "empty",
 )
+STANCES = ("refused", "neutral", "positive", "agree")
 
 
 # Top-level sections the parser reads; any other section is kept in ``TaskCard.extra`` for
@@ -241,39 +240,6 @@ _SECTIONS = frozenset(
     | {"replies", "styles", "personas", "mind"}
 )
 
-
-def _choice(table: Mapping[str, Any], key: str, options: tuple[str, ...], default: str) -> str:
-    value = table.get(key, default)
-    if value not in options:
-        raise CardError(f"task.{key} must be one of {options}, got {value!r}")
-    return str(value)
-
-
-def _get(table: Mapping[str, Any], key: str, where: str) -> Any:
-    if key not in table:
-        raise CardError(f"{where}: missing required key {key!r}")
-    return table[key]
-
-
-def _texts(table: Mapping[str, Any], key: str, where: str, minimum: int = 1) -> tuple[str, ...]:
-    value = _get(table, key, where)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CardError(f"{where}.{key}: expected a list of strings")
-    if len(value) < minimum:
-        raise CardError(f"{where}.{key}: expected at least {minimum} entries, got {len(value)}")
-    return tuple(value)
-
-
-def _patterns(table: Mapping[str, Any], key: str, where: str) -> tuple[re.Pattern[str], ...]:
-    compiled = []
-    for pattern in _texts(table, key, where, minimum=0) if key in table else ():
-        try:
-            compiled.append(re.compile(pattern, re.IGNORECASE))
-        except re.error as exc:
-            raise CardError(f"{where}.{key}: bad regex {pattern!r}: {exc}") from exc
-    return tuple(compiled)
-
-
 # Older cards name three slots with dedicated keys; they map onto generic slots.
 _LEGACY_SLOTS = {
     "occupations": "occupation",
@@ -282,165 +248,241 @@ _LEGACY_SLOTS = {
 }
 
 
+def _unique(ids: list[str], where: str) -> None:
+    seen = set()
+    for value in ids:
+        if value in seen:
+            raise CardError(f"{where}: duplicate id {value!r}")
+        seen.add(value)
+
+
 def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
-    slots = {slot: _texts(p, key, "personas") for key, slot in _LEGACY_SLOTS.items() if key in p}
-    for slot in p.get("slots", {}):
-        slots[slot] = _texts(p["slots"], slot, "personas.slots")
-    templates = _texts(p, "background_templates", "personas")
-    known = {"name", "age", *slots}
-    for template in templates:
-        used = set(re.findall(r"{(\w+)}", template))
-        if used - known:
-            raise CardError(f"personas.background_templates: unknown slots {used - known}")
-    ages = tuple(int(a) for a in p.get("ages", (19, 71)))
-    if len(ages) != 2 or ages[0] > ages[1]:
-        raise CardError("personas.ages must be [low, high]")
+    slots = {
+        slot: schema.texts(p, key, "personas") for key, slot in _LEGACY_SLOTS.items() if key in p
+    }
+    slot_table = schema.table(p, "slots", "personas", default={})
+    for slot in slot_table:
+        if not slot.isidentifier():
+            raise CardError(f"personas.slots.{slot}: a slot name must be an identifier")
+        slots[slot] = schema.texts(slot_table, slot, "personas.slots")
+    ages_value = p.get("ages", [19, 71])
+    if not isinstance(ages_value, list) or len(ages_value) != 2:
+        raise CardError(f"personas.ages: expected [low, high], got {ages_value!r:.80}")
+    ages = dict(zip(("ages[0]", "ages[1]"), ages_value, strict=True))
+    low = schema.integer(ages, "ages[0]", "personas", 0, 150)
+    high = schema.integer(ages, "ages[1]", "personas", 0, 150)
+    if low > high:
+        raise CardError(f"personas.ages: low ({low}) must not exceed high ({high})")
+    templates = schema.texts(p, "background_templates", "personas")
+    sample = {"name": "Alex", "age": low, **{slot: values[0] for slot, values in slots.items()}}
+    for index, template in enumerate(templates):
+        schema.format_template(template, f"personas.background_templates[{index}]", sample)
     return PersonaIngredients(
-        count=int(_get(p, "count", "personas")),
-        seed=int(_get(p, "seed", "personas")),
-        first_names=_texts(p, "first_names", "personas"),
+        count=schema.integer(p, "count", "personas", 1, schema.MAX_PERSONAS),
+        seed=schema.integer(p, "seed", "personas", 0, schema.MAX_SEED),
+        first_names=schema.texts(p, "first_names", "personas"),
         background_templates=templates,
         slots=slots,
-        ages=(ages[0], ages[1]),
+        ages=(low, high),
     )
 
 
 def _success_judge(judge: Mapping[str, Any]) -> SuccessJudgeSpec:
-    labels = {str(k): float(v) for k, v in _get(judge, "labels", "judge.success").items()}
-    rule = judge.get("rule", "mean")
-    if rule not in ("mean", "label"):
-        raise CardError(f"judge.success.rule must be 'mean' or 'label', got {rule!r}")
-    success_label = judge.get("success_label")
-    if rule == "label" and success_label not in labels:
-        raise CardError("judge.success.rule = 'label' needs a success_label from the labels")
-    stances = ("refused", "neutral", "positive", "agree")
-    mapping = {str(k): str(v) for k, v in judge.get("decision_labels", {}).items()}
-    if not mapping and set(labels) == set(stances):
-        mapping = {s: s for s in stances}
-    if mapping and (set(mapping) != set(stances) or not set(mapping.values()) <= set(labels)):
+    where = "judge.success"
+    label_table = schema.table(judge, "labels", where)
+    if not label_table:
+        raise CardError(f"{where}.labels: expected at least one label")
+    bound = schema.MAX_LABEL_ABS
+    labels = {
+        str(k): schema.number(label_table, k, f"{where}.labels", -bound, bound) for k in label_table
+    }
+    kind = schema.text(judge, "kind", where, default="state", empty=False)
+    rule = schema.choice(judge, "rule", where, ("mean", "label"), "mean")
+    if kind == "state" and rule == "mean":
+        low, high = min(labels.values()), max(labels.values())
+    else:  # a deal judge's buyer-normalized utility, or a label rule that ignores it
+        low, high = -bound, bound
+    threshold = schema.number(judge, "threshold", where, low, high, default=0.5)
+    success_label = None
+    if "success_label" in judge:
+        success_label = schema.text(judge, "success_label", where)
+    if success_label is not None and success_label not in labels:
         raise CardError(
-            f"judge.success.decision_labels must map {stances} onto the labels {sorted(labels)}"
+            f"{where}.success_label: {success_label!r} is not one of the labels {sorted(labels)}"
         )
-    inclusive = judge.get("inclusive", True)
-    if not isinstance(inclusive, bool):
-        raise CardError(f"judge.success.inclusive must be true or false, got {inclusive!r}")
+    if rule == "label" and success_label is None:
+        raise CardError(f"{where}.success_label: rule = 'label' needs a label from the labels")
+    mapping_table = schema.table(judge, "decision_labels", where, default={})
+    mapping = {
+        str(k): schema.text(mapping_table, k, f"{where}.decision_labels") for k in mapping_table
+    }
+    if not mapping and set(labels) == set(STANCES):
+        mapping = {s: s for s in STANCES}
+    if mapping and set(mapping) != set(STANCES):
+        raise CardError(
+            f"{where}.decision_labels: must map exactly the stances {STANCES} onto labels, got "
+            f"{sorted(mapping)}"
+        )
+    for stance, label in mapping.items():
+        if label not in labels:
+            raise CardError(
+                f"{where}.decision_labels.{stance}: {label!r} is not one of the labels "
+                f"{sorted(labels)}"
+            )
     return SuccessJudgeSpec(
         labels=labels,
-        threshold=float(judge.get("threshold", 0.5)),
-        n=int(judge.get("n", 3)),
-        question=judge.get("question", ""),
-        kind=judge.get("kind", "state"),
+        threshold=threshold,
+        n=schema.integer(judge, "n", where, 1, schema.MAX_JUDGE_N, default=3),
+        question=schema.text(judge, "question", where, default=""),
+        kind=kind,
         rule=rule,
         success_label=success_label,
         decision_labels=mapping,
-        inclusive=inclusive,
+        inclusive=schema.boolean(judge, "inclusive", where, default=True),
     )
 
 
-def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
-    """Validates a parsed TOML mapping and builds a :class:`TaskCard`.
-
-    Raises:
-        CardError: With the path of the offending key.
-    """
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise CardError(f"{source}: schema_version must be {SCHEMA_VERSION}")
-    task = _get(data, "task", source)
-    target = _get(data, "target", source)
-    judge = _get(_get(data, "judge", source), "success", f"{source}.judge")
-    strategies = tuple(
-        Strategy(
-            name=_get(s, "name", "strategies"),
-            description=s.get("description", ""),
-            templates=_texts(s, "templates", f"strategies.{s.get('name')}"),
-            addresses=tuple(s.get("addresses", ())),
-            asks=bool(s.get("asks", False)),
-        )
-        for s in _get(data, "strategies", source)
+def _target(target: Mapping[str, Any]) -> BDI:
+    return BDI(
+        belief=schema.text(target, "belief", "target"),
+        desire=schema.text(target, "desire", "target"),
+        intention=schema.text(target, "intention", "target"),
+        receptivity=schema.number(target, "receptivity", "target", 0.0, 1.0),
+        confidence=schema.number(target, "confidence", "target", 0.0, 1.0),
+        valence=schema.number(target, "valence", "target", -1.0, 1.0),
     )
-    concerns = []
-    for c in _get(data, "concerns", source):
-        where = f"concerns.{c.get('id')}"
-        facet = _get(c, "facet", where)
-        if facet not in FACETS:
-            raise CardError(f"{where}.facet: {facet!r} is not one of {FACETS}")
-        resistance = int(_get(c, "resistance", where))
-        if resistance < 1:
-            raise CardError(f"{where}.resistance must be >= 1")
-        concerns.append(
-            Concern(
-                id=_get(c, "id", where),
-                facet=facet,
-                description=c.get("description", ""),
-                resistance=resistance,
-                blocking_weight=float(c.get("blocking_weight", 1.0)),
-                voice=_texts(c, "voice", where),
-                unlock=_texts(c, "unlock", where),
-                unlock_cues=_patterns(c, "unlock_cues", where),
-                anti=_texts(c, "anti", where),
-                anti_cues=_patterns(c, "anti_cues", where),
-                ack_partial=_texts(c, "ack_partial", where),
-                ack_resolved=_texts(c, "ack_resolved", where),
-                belief_unresolved=_get(c, "belief_unresolved", where),
-                belief_resolved=_get(c, "belief_resolved", where),
-                desire_unresolved=_get(c, "desire_unresolved", where),
-                situational=float(c["situational"]) if "situational" in c else None,
-            )
-        )
+
+
+def _strategy(s: Mapping[str, Any], index: int) -> Strategy:
+    where = f"strategies[{index}]"
+    name = schema.text(s, "name", where, empty=False)
+    where = f"strategies.{name}"
+    return Strategy(
+        name=name,
+        description=schema.text(s, "description", where, default=""),
+        templates=schema.texts(s, "templates", where),
+        addresses=schema.texts(s, "addresses", where, minimum=0, default=[]),
+        asks=schema.boolean(s, "asks", where, default=False),
+    )
+
+
+def _concern(c: Mapping[str, Any], index: int) -> Concern:
+    concern_id = schema.text(c, "id", f"concerns[{index}]", empty=False)
+    where = f"concerns.{concern_id}"
+    situational = c.get("situational")
+    return Concern(
+        id=concern_id,
+        facet=schema.choice(c, "facet", where, FACETS),
+        description=schema.text(c, "description", where, default=""),
+        resistance=schema.integer(c, "resistance", where, 1, 100),
+        blocking_weight=schema.number(c, "blocking_weight", where, 0.0, 1.0, default=1.0),
+        voice=schema.texts(c, "voice", where),
+        unlock=schema.texts(c, "unlock", where),
+        unlock_cues=schema.patterns(c, "unlock_cues", where),
+        anti=schema.texts(c, "anti", where),
+        anti_cues=schema.patterns(c, "anti_cues", where),
+        ack_partial=schema.texts(c, "ack_partial", where),
+        ack_resolved=schema.texts(c, "ack_resolved", where),
+        belief_unresolved=schema.text(c, "belief_unresolved", where),
+        belief_resolved=schema.text(c, "belief_resolved", where),
+        desire_unresolved=schema.text(c, "desire_unresolved", where),
+        situational=None
+        if situational is None
+        else schema.number(c, "situational", where, -1.0, 1.0),
+    )
+
+
+def _style(s: Mapping[str, Any], index: int) -> Style:
+    style_id = schema.text(s, "id", f"styles[{index}]", empty=False)
+    where = f"styles.{style_id}"
+    return Style(
+        id=style_id,
+        tone=schema.text(s, "tone", where, default=""),
+        openers=schema.texts(s, "openers", where, default=[""]),
+        closers=schema.texts(s, "closers", where, default=[""]),
+        lowercase=schema.boolean(s, "lowercase", where, default=False),
+        verbosity=schema.number(s, "verbosity", where, 0.0, 10.0, default=1.0),
+    )
+
+
+def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
+    version = data.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
+        raise CardError(f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
+    task = schema.table(data, "task", "")
+    task_id = schema.text(task, "id", "task", empty=False)
+    judge = schema.table(schema.table(data, "judge", ""), "success", "judge")
+    strategies = tuple(_strategy(s, i) for i, s in enumerate(schema.tables(data, "strategies", "")))
+    if not strategies:
+        raise CardError("strategies: expected at least one [[strategies]]")
+    _unique([s.name for s in strategies], "strategies")
+    concerns = tuple(_concern(c, i) for i, c in enumerate(schema.tables(data, "concerns", "")))
+    _unique([c.id for c in concerns], "concerns")
     known = {c.id for c in concerns}
     for strategy in strategies:
         unknown = set(strategy.addresses) - known
         if unknown:
             raise CardError(f"strategies.{strategy.name}.addresses: unknown concerns {unknown}")
-    replies_table = _get(data, "replies", source)
-    replies = {key: _texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
+    replies_table = schema.table(data, "replies", "")
+    replies = {key: schema.texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
     # Further reply kinds are kept for task-specific user models.
     replies.update(
-        {key: _texts(replies_table, key, "replies") for key in replies_table if key not in replies}
+        {
+            str(key): schema.texts(replies_table, key, "replies")
+            for key in replies_table
+            if key not in replies
+        }
     )
-    styles = tuple(
-        Style(
-            id=_get(s, "id", "styles"),
-            tone=s.get("tone", ""),
-            openers=tuple(s.get("openers", ("",))),
-            closers=tuple(s.get("closers", ("",))),
-            lowercase=bool(s.get("lowercase", False)),
-            verbosity=float(s.get("verbosity", 1.0)),
-        )
-        for s in _get(data, "styles", source)
-    )
-    personas = _persona_ingredients(_get(data, "personas", source))
-    mind_table = _get(data, "mind", source)
-    mind = {key: str(_get(mind_table, key, "mind")) for key in REQUIRED_MIND}
-    cues_table = data.get("cues", {})
-    cues = {key: _patterns(cues_table, key, "cues") for key in cues_table}
-    max_exchanges = int(task.get("max_exchanges", 8))
-    if max_exchanges < 1:
-        raise CardError("task.max_exchanges must be >= 1")
+    styles = tuple(_style(s, i) for i, s in enumerate(schema.tables(data, "styles", "")))
+    if not styles:
+        raise CardError("styles: expected at least one [[styles]]")
+    _unique([s.id for s in styles], "styles")
+    personas = _persona_ingredients(schema.table(data, "personas", ""))
+    mind_table = schema.table(data, "mind", "")
+    mind = {key: schema.text(mind_table, key, "mind") for key in REQUIRED_MIND}
+    cues_table = schema.table(data, "cues", "", default={})
+    cues = {str(key): schema.patterns(cues_table, key, "cues") for key in cues_table}
+    schema.check_extra_sections(data)
     return TaskCard(
-        id=_get(task, "id", "task"),
-        title=task.get("title", task["id"]),
-        description=_get(task, "description", "task"),
-        system_role=_get(task, "system_role", "task"),
-        user_role=_get(task, "user_role", "task"),
-        goal=_get(task, "goal", "task"),
-        user_goal=task.get("user_goal", ""),
-        max_exchanges=max_exchanges,
-        domain=_texts(task, "domain", "task"),
-        target=BDI.from_dict(target),
+        id=task_id,
+        title=schema.text(task, "title", "task", default=task_id),
+        description=schema.text(task, "description", "task"),
+        system_role=schema.text(task, "system_role", "task", empty=False),
+        user_role=schema.text(task, "user_role", "task", empty=False),
+        goal=schema.text(task, "goal", "task"),
+        user_goal=schema.text(task, "user_goal", "task", default=""),
+        max_exchanges=schema.integer(task, "max_exchanges", "task", 1, schema.MAX_EXCHANGES, 8),
+        domain=schema.texts(task, "domain", "task"),
+        target=_target(schema.table(data, "target", "")),
         success_judge=_success_judge(judge),
         cues=cues,
         strategies=strategies,
-        concerns=tuple(concerns),
+        concerns=concerns,
         replies=replies,
         styles=styles,
         personas=personas,
         mind=mind,
         source=source,
-        user_model=task.get("user_model", "cognitive"),
-        decision_trigger=_choice(task, "decision_trigger", ("ask", "any"), "ask"),
+        user_model=schema.text(task, "user_model", "task", default="cognitive", empty=False),
+        decision_trigger=schema.choice(task, "decision_trigger", "task", ("ask", "any"), "ask"),
         extra={k: v for k, v in data.items() if k not in _SECTIONS},
     )
+
+
+def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
+    """Validates a parsed TOML mapping field by field and builds a :class:`TaskCard`.
+
+    The rules are those of :mod:`dialogue_gym.card_schema`.
+
+    Raises:
+        CardError: ``"<source>: <field>: <problem>"``, naming the file and the offending field.
+    """
+    if not isinstance(data, Mapping):
+        raise CardError(f"{source}: expected a table of sections, got {type(data).__name__}")
+    try:
+        return _parse(data, source)
+    except CardError as exc:
+        raise CardError(f"{source}: {exc}") from None
 
 
 def builtin_cards() -> list[str]:
@@ -459,12 +501,22 @@ def load_card(name_or_path: str | Path) -> TaskCard:
     """
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.exists():
-        return parse_card(tomllib.loads(path.read_text("utf-8")), source=str(path))
+        return _load(path.read_bytes(), str(path))
     resource = resources.files("dialogue_gym.catalog") / f"{str(name_or_path).lower()}.toml"
     if not resource.is_file():
         raise FileNotFoundError(
             f"no task card {name_or_path!r}; shipped cards: {', '.join(builtin_cards())}"
         )
-    return parse_card(
-        tomllib.loads(resource.read_text("utf-8")), source=f"dialogue_gym.catalog/{resource.name}"
-    )
+    return _load(resource.read_bytes(), f"dialogue_gym.catalog/{resource.name}")
+
+
+def _load(raw: bytes, source: str) -> TaskCard:
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CardError(f"{source}: not UTF-8 text ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CardError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise CardError(f"{source}: invalid TOML: nested too deeply") from None
+    return parse_card(data, source=source)

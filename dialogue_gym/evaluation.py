@@ -37,12 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
 import itertools
 import json
 import logging
-import math
-import re
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,13 +51,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from dialogue_gym import metrics, run_config
-from dialogue_gym.agents import (
-    OPENAI_PREFIX,
-    Agent,
-    _names_parameter,
-    agent_factory,
-    make_agent,
-)
+from dialogue_gym.agents import Agent, agent_factory, make_agent
 from dialogue_gym.episode_loop import (
     SYSTEM,
     Job,
@@ -81,6 +73,7 @@ from dialogue_gym.journal import (
     write_json,
 )
 from dialogue_gym.registry import EnvSpec, make, spec
+from dialogue_gym.run_config import check_stamps, json_safe, received_options, stamp
 
 __all__ = [
     "EPISODES_FILE",
@@ -101,9 +94,6 @@ Key = tuple[str, str, int, int]
 
 EXECUTORS = ("local", "ray")
 """Where :func:`evaluate` plays episodes."""
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclasses.dataclass
@@ -226,92 +216,11 @@ def _names(value: Sequence[str] | str, what: str) -> list[str]:
 # -- JSON helpers ------------------------------------------------------------------------------
 
 
-def _json_safe(value: Any) -> Any:
-    """Plain JSON types as they are; anything else as its ``repr`` without memory addresses."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        try:
-            return _json_safe(value.item())
-        except (TypeError, ValueError):
-            pass
-    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays
-        return _json_safe(value.tolist())
-    return _ADDRESS.sub("", repr(value))
-
-
-def _config_hash(resolved: Mapping[str, Any]) -> str:
-    """Hash of the JSON-safe resolved config; equals ``EnvSpec.config_hash`` for plain kwargs."""
-    payload = json.dumps(_json_safe(resolved), sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
 def _dumps(record: Mapping[str, Any]) -> str:
-    return json.dumps(_json_safe(record), ensure_ascii=False, allow_nan=False)
+    return json.dumps(json_safe(record), ensure_ascii=False, allow_nan=False)
 
 
 # -- evaluate ----------------------------------------------------------------------------------
-
-
-def _stamp(
-    env_spec: EnvSpec,
-    env: Any,
-    env_kwargs: Mapping[str, Any],
-    agent_kwargs: Mapping[str, Any],
-    episodes: int,
-    seeds: Sequence[int],
-    created: str,
-) -> dict[str, Any]:
-    import dialogue_gym  # at call time: dialogue_gym may import this module
-
-    base = base_env(env)
-    resolved = env_spec.resolved(**env_kwargs)
-    encoder = getattr(base, "encoder", None)
-    components = _components(base)
-    return {
-        "env": _json_safe(resolved),
-        # The prompts are part of an LLM-judged configuration: a new prompt version must not
-        # resume into results made with the old one.
-        "config_hash": _config_hash(
-            {**resolved, "components": components} if "backend" in components else resolved
-        ),
-        "components": components,
-        "dialogue_gym_version": dialogue_gym.__version__,
-        "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
-        "agent_kwargs": _json_safe(dict(agent_kwargs)),
-        "episodes": episodes,
-        "seed": seeds[0],
-        "seeds": list(seeds),
-        "T": int(getattr(base, "max_exchanges", metrics.DEFAULT_T)),
-        "tau_q": metrics.TAU_Q,
-        "created": created,
-    }
-
-
-def _components(base: Any) -> dict[str, Any]:
-    """Judge, user and backend identities (class names, model, prompt version)."""
-    out: dict[str, Any] = {
-        role: type(getattr(base, attr, None)).__name__
-        for role, attr in (
-            ("success_judge", "success_judge"),
-            ("rationality_judge", "rationality_judge"),
-            ("user", "user"),
-        )
-        if getattr(base, attr, None) is not None
-    }
-    backend = getattr(base, "backend", None)
-    if backend is not None:
-        from dialogue_gym.llm.prompts import PROMPT_VERSION
-
-        out["backend"] = getattr(backend, "name", type(backend).__name__)
-        out["prompt_version"] = PROMPT_VERSION
-    return out
 
 
 @dataclasses.dataclass
@@ -473,26 +382,35 @@ def evaluate(
             out_dir,
             run_config.read_manifest(out_dir),
             {pair: config["agent_kwargs"] for pair, config in configs.items()},
-            _json_safe(env_kwargs),
+            json_safe(env_kwargs),
         )
         plan.episodes_path = out_dir / EPISODES_FILE
         plan.done = _load_done(plan.episodes_path, configs, plan.keep_records)
         run_config.write_manifest(out_dir, manifest)
         records, summaries = _run_pairs(plan, configs)
-        write_json(out_dir / SUMMARY_FILE, _json_safe({"created": created, "summaries": summaries}))
+        write_json(out_dir / SUMMARY_FILE, json_safe({"created": created, "summaries": summaries}))
     return EvalResult(records=records, summaries=summaries, out=out_dir)
 
 
 METRIC_FIELDS = (
-    *("agent", "env_id", "episode", "seed", "config_hash", "agent_hash", "persona"),
-    *("errored", "error", "error_source", "success", "success_turn", "turns", "T", "q"),
-    *("sl", "utility", "csr", "proactivity", "proactive_turns"),
+    *("agent", "env_id", "episode", "seed", "errored", "error", "error_source"),
+    *("success", "success_turn", "T", "q", "sl", "utility", "csr", "proactivity"),
+    "proactive_turns",
 )
 """The record fields kept with ``keep_records=False``: those the metrics and tables read."""
 
+_SHARED_TEXT = ("agent", "env_id", "error_source")
+
 
 def _slim(record: dict[str, Any], keep: bool) -> dict[str, Any]:
-    return record if keep else {k: record[k] for k in METRIC_FIELDS if k in record}
+    """``record`` itself, or only its :data:`METRIC_FIELDS` (repeated strings shared)."""
+    if keep:
+        return record
+    slim = {k: record[k] for k in METRIC_FIELDS if k in record}
+    for key in _SHARED_TEXT:
+        if isinstance(slim.get(key), str):
+            slim[key] = sys.intern(slim[key])
+    return slim
 
 
 @dataclasses.dataclass
@@ -534,7 +452,7 @@ def _prepare(
                     f"evaluate() drives the system seat only; {env_spec.id} was built with "
                     f"external={getattr(base, 'external', None)!r}"
                 )
-            stamp = _stamp(
+            pair_stamp = stamp(
                 env_spec,
                 env,
                 plan.env_kwargs,
@@ -547,9 +465,11 @@ def _prepare(
                 agent = make_agent(name, card=getattr(base, "card", None), **plan.agent_kwargs)
                 if not configs:  # the first pair reuses its agent (a model loads once)
                     plan.first_agent = agent
-                options = _json_safe(_received_options(name, plan.agent_kwargs))
+                else:
+                    _close_agent(agent)
+                options = json_safe(received_options(name, plan.agent_kwargs))
                 configs[(name, env_spec.id)] = {
-                    **stamp,
+                    **pair_stamp,
                     "agent_kwargs": options,
                     "agent_hash": run_config.agent_hash(name, options),
                 }
@@ -557,18 +477,6 @@ def _prepare(
             env.close()
     # Evaluation order: agent by agent, then env id by env id.
     return {(n, s.id): configs[(n, s.id)] for n in agent_names for s in specs}
-
-
-def _received_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options ``make_agent`` passes to the agent ``name`` (``base_url`` only if it uses it)."""
-    received = dict(options)
-    if (
-        "base_url" in received
-        and not name.startswith(OPENAI_PREFIX)
-        and not _names_parameter(agent_factory(name), "base_url")
-    ):
-        del received["base_url"]
-    return received
 
 
 def _load_done(
@@ -587,32 +495,13 @@ def _load_done(
         config = configs.get((record["agent"], record["env_id"]))
         if config is None:
             continue
-        _check_stamps(record, config)
+        check_stamps(record, config)
         key = record_key(record)
         kept = done.get(key)
         if kept is None or supersedes(kept, record):
             done[key] = _slim(record, keep)
     reader.repair()
     return done
-
-
-def _check_stamps(record: Mapping[str, Any], config: Mapping[str, Any]) -> None:
-    what = (
-        f"the results file already holds episode {record['episode']} (seed {record['seed']}) "
-        f"of {record['agent']} on {record['env_id']}"
-    )
-    for field, kind in (("config_hash", "env"), ("agent_hash", "agent")):
-        stamped = record.get(field)
-        if stamped is None:
-            raise run_config.ConfigMismatchError(
-                f"{what} without the {kind} configuration stamp ({field}) that resuming needs "
-                "(written by an older dialogue-gym); use another output directory"
-            )
-        if stamped != config[field]:
-            raise run_config.ConfigMismatchError(
-                f"{what} from a different {kind} configuration ({field} {stamped} != "
-                f"{config[field]}); use another output directory"
-            )
 
 
 def _run_pairs(
@@ -718,13 +607,19 @@ def _run_pair(
             _play_on_vector(plan, name, env_id, card, todo, finish, getattr(base, "backend", None))
         elif todo and plan.concurrency == 1:
             agent = first_agent or make_agent(name, card=card, **plan.agent_kwargs)
-            for job in todo:
-                finish(job, run_episode(env, agent, job.seed))
-            plan.worker_usage.append(usage_of(None, agent))
+            first_agent = None
+            try:
+                for job in todo:
+                    finish(job, run_episode(env, agent, job.seed))
+            finally:
+                plan.worker_usage.append(usage_of(None, agent))
+                _close_agent(agent)
         elif todo:
             _run_concurrently(
                 plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
             )
+    if first_agent is not None:  # built by _prepare but not used (nothing left to play)
+        _close_agent(first_agent)
     if errored > _LOGGED_ERRORS:
         _LOG.warning(
             "%s | %s: %d more errored episodes (each record holds its error and traceback)",
@@ -732,6 +627,12 @@ def _run_pair(
         )
     records.sort(key=lambda r: (r["seed"] - r["episode"], r["episode"]))
     return records
+
+
+def _close_agent(agent: Any) -> None:
+    """Releases what an agent holds (an LLM agent's backend), when it can be closed."""
+    if callable(getattr(agent, "close", None)):
+        agent.close()
 
 
 def _shared_backend_kwargs(plan: _Plan, shared_backend: Any) -> dict[str, Any]:
@@ -773,6 +674,7 @@ def _play_on_vector(
         vec.close()
         for agent in agents:
             plan.worker_usage.append(usage_of(None, agent))
+            _close_agent(agent)
 
 
 def _run_concurrently(
@@ -808,4 +710,5 @@ def _run_concurrently(
     finally:
         for env, agent in built:
             plan.worker_usage.append(usage_of(env if shared_backend is None else None, agent))
+            _close_agent(agent)
             env.close()

@@ -17,18 +17,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dialogue_gym import metrics
+from dialogue_gym.agents import OPENAI_PREFIX, _names_parameter, agent_factory
 from dialogue_gym.journal import MANIFEST_FILE, JournalError, write_json
+
+if TYPE_CHECKING:
+    from dialogue_gym.registry import EnvSpec
 
 __all__ = [
     "FORMAT",
     "ConfigMismatchError",
     "agent_hash",
     "check_settings",
+    "check_stamps",
+    "components",
+    "config_hash",
+    "json_safe",
     "read_manifest",
+    "received_options",
+    "stamp",
     "write_manifest",
 ]
 
@@ -36,6 +49,7 @@ FORMAT = 1
 """Version of the ``run.json`` layout."""
 
 _MISSING = object()
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 class ConfigMismatchError(ValueError):
@@ -135,3 +149,130 @@ def check_settings(
 def write_manifest(directory: Path, manifest: Mapping[str, Any]) -> None:
     """Writes ``run.json`` atomically."""
     write_json(directory / MANIFEST_FILE, dict(manifest))
+
+
+# -- config stamps -----------------------------------------------------------------------------
+
+
+def json_safe(value: Any) -> Any:
+    """Plain JSON types as they are; anything else as its ``repr`` without memory addresses."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        try:
+            return json_safe(value.item())
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays
+        return json_safe(value.tolist())
+    return _ADDRESS.sub("", repr(value))
+
+
+def config_hash(resolved: Mapping[str, Any]) -> str:
+    """Hash of the JSON-safe resolved config; equals ``EnvSpec.config_hash`` for plain kwargs."""
+    payload = json.dumps(json_safe(resolved), sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def stamp(
+    env_spec: EnvSpec,
+    env: Any,
+    env_kwargs: Mapping[str, Any],
+    agent_kwargs: Mapping[str, Any],
+    episodes: int,
+    seeds: Sequence[int],
+    created: str,
+) -> dict[str, Any]:
+    """The ``config`` stamp of an (agent, env id) summary: what its episodes were played with.
+
+    ``config_hash`` covers the resolved env spec (and, with an LLM backend, the component
+    identities and prompt version); :func:`dialogue_gym.evaluate` adds the agent's options
+    and ``agent_hash``.
+    """
+    import dialogue_gym  # at call time: dialogue_gym may import this module
+
+    base = getattr(env, "unwrapped", env)
+    resolved = env_spec.resolved(**env_kwargs)
+    encoder = getattr(base, "encoder", None)
+    parts = components(base)
+    return {
+        "env": json_safe(resolved),
+        # The prompts are part of an LLM-judged configuration: a new prompt version must not
+        # resume into results made with the old one.
+        "config_hash": config_hash(
+            {**resolved, "components": parts} if "backend" in parts else resolved
+        ),
+        "components": parts,
+        "dialogue_gym_version": dialogue_gym.__version__,
+        "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
+        "agent_kwargs": json_safe(dict(agent_kwargs)),
+        "episodes": episodes,
+        "seed": seeds[0],
+        "seeds": list(seeds),
+        "T": int(getattr(base, "max_exchanges", metrics.DEFAULT_T)),
+        "tau_q": metrics.TAU_Q,
+        "created": created,
+    }
+
+
+def components(base: Any) -> dict[str, Any]:
+    """Judge, user and backend identities (class names, model, prompt version)."""
+    out: dict[str, Any] = {
+        role: type(getattr(base, attr, None)).__name__
+        for role, attr in (
+            ("success_judge", "success_judge"),
+            ("rationality_judge", "rationality_judge"),
+            ("user", "user"),
+        )
+        if getattr(base, attr, None) is not None
+    }
+    backend = getattr(base, "backend", None)
+    if backend is not None:
+        from dialogue_gym.llm.prompts import PROMPT_VERSION
+
+        out["backend"] = getattr(backend, "name", type(backend).__name__)
+        out["prompt_version"] = PROMPT_VERSION
+    return out
+
+
+def received_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options ``make_agent`` passes to the agent ``name`` (``base_url`` only if it uses it)."""
+    received = dict(options)
+    if (
+        "base_url" in received
+        and not name.startswith(OPENAI_PREFIX)
+        and not _names_parameter(agent_factory(name), "base_url")
+    ):
+        del received["base_url"]
+    return received
+
+
+def check_stamps(record: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """Refuses a recorded episode whose env or agent stamp differs from ``config``'s.
+
+    Raises:
+        ConfigMismatchError: A differing ``config_hash`` or ``agent_hash``, or a record
+            without them (written by an older dialogue-gym).
+    """
+    what = (
+        f"the results file already holds episode {record['episode']} (seed {record['seed']}) "
+        f"of {record['agent']} on {record['env_id']}"
+    )
+    for field, kind in (("config_hash", "env"), ("agent_hash", "agent")):
+        stamped = record.get(field)
+        if stamped is None:
+            raise ConfigMismatchError(
+                f"{what} without the {kind} configuration stamp ({field}) that resuming needs "
+                "(written by an older dialogue-gym); use another output directory"
+            )
+        if stamped != config[field]:
+            raise ConfigMismatchError(
+                f"{what} from a different {kind} configuration ({field} {stamped} != "
+                f"{config[field]}); use another output directory"
+            )

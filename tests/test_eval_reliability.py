@@ -111,9 +111,7 @@ def _record_count(path: Path) -> int:
 
 def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
     threads, total = 4, 60
-    with TestServer(
-        replies=["Even a small donation helps the children. Would you donate?"] * 0, latency=0.02
-    ) as server:
+    with TestServer(latency=0.02) as server:  # echo replies, 20 ms each
         out = tmp_path / "run"
         argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard"]
         argv += ["--agent", "openai:test-model", "--base-url", server.url, "--encoder", "hashing"]
@@ -145,6 +143,27 @@ def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr.decode()
     records = read_jsonl(path)
     assert sorted(r["episode"] for r in records) == list(range(total))
+
+
+def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard", "--agent", "scripted"]
+    argv += ["--agent-option", "encoder=hashing", "--encoder", "hashing", "--no-progress"]
+    argv += ["--episodes", "5000", "--concurrency", "2", "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    path = out / EPISODES_FILE
+    deadline = time.monotonic() + 120
+    while _record_count(path) < 5 and proc.poll() is None:
+        assert time.monotonic() < deadline, "no episodes recorded in time"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err.decode()
+    assert "terminated" in err.decode() and "Traceback" not in err.decode()
+    records = read_jsonl(path)  # whole records only
+    assert 5 <= len(records) < 5000
+    assert not (out / journal.LOCK_FILE).exists()
 
 
 def test_full_disk_with_concurrency_starts_no_new_episode(

@@ -3,10 +3,10 @@
 :func:`dialogue_gym.evaluate` (resume) and :mod:`dialogue_gym.report` read ``episodes.jsonl``
 through :class:`JournalReader` only, so both apply the same rules:
 
-* A *last* line that is incomplete (no final newline) or not valid JSON is the trace of an
-  interrupted write: it is left out with a ``RuntimeWarning`` (its episode was never
-  recorded). The evaluator also cuts it off the file before appending, and plays that episode
-  again.
+* A *last* line that is not valid JSON is the trace of an interrupted write: it is left out
+  with a ``RuntimeWarning`` (its episode was never recorded). The evaluator also cuts it off
+  the file before appending, and plays that episode again. A whole last record that lacks
+  only its newline counts (the evaluator adds the newline).
 * Any *other* line that is not a JSON episode record is an error (:class:`JournalError`,
   naming ``file:line``): appends are single ``write`` calls followed by ``fsync`` under a
   lock, so only something else can have written it, and guessing would report wrong numbers.
@@ -183,9 +183,10 @@ class JournalReader:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.tail: Tail | None = None
+        self.unterminated = False
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        self.tail = None
+        self.tail, self.unterminated = None, False
         pending: Tail | None = None  # an unparseable line: an error unless it is the last
         offset = 0
         with self.path.open("rb") as handle:
@@ -195,9 +196,6 @@ class JournalReader:
                     continue
                 if pending is not None:
                     raise JournalError(self._corrupt_message(pending))
-                if not raw.endswith(b"\n"):
-                    pending = Tail(number, start, "the last line is incomplete")
-                    break
                 try:
                     record = json.loads(raw)
                 except UnicodeDecodeError as exc:
@@ -210,6 +208,9 @@ class JournalReader:
                 problem = record_problem(record)
                 if problem is not None:
                     raise JournalError(f"{self.path}:{number}: {problem}")
+                # A whole record lacking only its newline (the last line) counts; the
+                # evaluator ends the line before appending (:meth:`repair`).
+                self.unterminated = not raw.endswith(b"\n")
                 yield number, record
         if pending is not None:
             self.tail = pending
@@ -229,12 +230,20 @@ class JournalReader:
         )
 
     def repair(self) -> int:
-        """Cuts an incomplete last line (found by the last iteration) off the file.
+        """Makes the file end with a whole line, as the last iteration found it.
+
+        An incomplete last line is cut off; a whole last record without its newline gets one.
 
         Returns:
-            The number of bytes removed (0 when there was no such line).
+            The number of bytes removed (0 when there was no incomplete line).
         """
         if self.tail is None:
+            if self.unterminated:
+                with self.path.open("ab") as handle:
+                    handle.write(b"\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                self.unterminated = False
             return 0
         size = self.path.stat().st_size
         with self.path.open("r+b") as handle:

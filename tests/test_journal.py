@@ -91,6 +91,12 @@ def test_reader_rules(tmp_path: Path) -> None:
     assert reader.repair() > 0
     assert path.read_text(encoding="utf-8") == f"{record(0)}\n\n{record(1)}\n"
 
+    path.write_text(f"{record(0)}\n{record(1)}", encoding="utf-8")  # no final newline
+    reader = JournalReader(path)
+    assert [n for n, _ in reader] == [1, 2] and reader.tail is None
+    assert reader.repair() == 0
+    assert path.read_text(encoding="utf-8") == f"{record(0)}\n{record(1)}\n"
+
     path.write_text(f"{record(0)}\n[1]\n{record(1)}\n", encoding="utf-8")
     with pytest.raises(JournalError, match=":2: expected a JSON object"):
         list(JournalReader(path))

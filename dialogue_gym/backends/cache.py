@@ -151,6 +151,8 @@ class ReplayCache:
                 raise self._file_error(exc) from None
 
     def _file_error(self, exc: sqlite3.Error) -> CacheFileError:
+        if isinstance(exc, sqlite3.OperationalError):  # e.g. disk full, no permission
+            return CacheFileError(f"backend cache {str(self.path)!r} cannot be used ({exc})")
         return CacheFileError(
             f"backend cache {str(self.path)!r} is not a usable cache file ({exc}); move or "
             "delete it, or pass another cache path"

@@ -483,6 +483,9 @@ def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
         return _parse(data, source)
     except CardError as exc:
         raise CardError(f"{source}: {exc}") from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        # A safety net: every field is checked above, so this names a gap in the checks.
+        raise CardError(f"{source}: invalid card ({type(exc).__name__}: {exc})") from exc
 
 
 def builtin_cards() -> list[str]:

@@ -366,3 +366,31 @@ def test_seller_preset_values_are_finite_numbers() -> None:
     data = inject(shipped("cb"), ("seller", "presets", "soft"), {"floor_range": [0.5, INF]})
     with pytest.raises(CardError, match=r"seller\.presets\.soft\.floor_range\[1\]"):
         parse_card(data)
+
+
+def every_path(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path in a parsed card, down to each entry of every list."""
+    found = [path] if path else []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += every_path(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += every_path(value, (*path, index))
+    return found
+
+
+@pytest.mark.parametrize("name", ["p4g", "cb", "ed", "merchant"])
+def test_random_damage_anywhere_is_a_card_error_or_a_valid_card(name: str) -> None:
+    import random
+
+    rng = random.Random(16)
+    paths = every_path(shipped(name))
+    pool = [NAN, INF, -1, 10**40, True, "", "{", "(a+)+$", [], {}, [NAN], {"x": NAN}, None, 0.5]
+    for _ in range(400):
+        path, value = rng.choice(paths), rng.choice(pool)
+        try:
+            parse_card(inject(shipped(name), path, value), source="fuzz.toml")
+        except CardError as exc:
+            assert str(exc).startswith("fuzz.toml: ")
+            assert "invalid card (" not in str(exc), (path, value, exc)  # not the safety net

@@ -50,6 +50,7 @@ from dialogue_gym.agents import make_agent
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.registry import make, registry, spec
 from dialogue_gym.testing.user_policies import USER_POLICIES, BlindUserPolicy
+from dialogue_gym.users.latent_state import success_stances
 from dialogue_gym_agents.dispatch import BAD_AGENT
 
 SYSTEM_AGENTS = ("scripted", "bad", "random", "stall")
@@ -77,7 +78,17 @@ def auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
 
 
 def has_ask(card: Any) -> bool:
-    """Whether the task has an ask: a strategy that requests the goal, or ``ask`` cues."""
+    """Whether success on the task hinges on an ask the never-ask agent withholds.
+
+    True where only the user's agreement, which it gives only when asked, passes the success
+    rule: P4G, Merchant, Courier, and negotiation (no deal without an offer). False where the
+    user's own state is the outcome and leaning towards the goal already passes — ESConv,
+    whose seeker succeeds by feeling better (``somewhat_better`` meets the threshold) without
+    any suggestion, and ED (``decision_trigger = "any"``, no ask cues): being heard is the
+    goal there, so the stall criterion does not apply.
+    """
+    if card.decision_trigger == "any" or success_stances(card) != {"agree"}:
+        return False
     return any(s.asks for s in card.strategies) or bool(card.cues.get("ask"))
 
 
@@ -251,7 +262,7 @@ def checks(
             (
                 f"stall return <= scripted - {stall_gap:g}",
                 gap >= stall_gap - 1e-12 if result["has_ask"] else None,
-                f"gap {gap:+.3f}" + ("" if result["has_ask"] else " (task has no ask)"),
+                f"gap {gap:+.3f}" + ("" if result["has_ask"] else " (success needs no ask)"),
             )
         )
     wins = result["s_success"]

@@ -268,6 +268,7 @@ class DialogueEnv(ParallelEnv):
         drawn = getattr(self.user, "listing", None) or getattr(self.user, "persona", None)
         self.history.extend(self._openings.get(getattr(drawn, "id", ""), ()))
         self._z0 = self.latent.encode(self._z0_bdi)
+        self._state_before = self._z0_bdi
         self._z = self._z0
         self._user_before = self.user.privileged()  # Δw and transitions are measured from it
         if self.system_policy is not None and hasattr(self.system_policy, "reset"):
@@ -464,8 +465,10 @@ class DialogueEnv(ParallelEnv):
         self.exchange += 1
         self.turn = SYSTEM
         z_prev = self._z
+        state_before = self._state_before
         estimate = self._estimate_vector(self._pending_estimate)
         state = self.teacher.infer(self.history, self.user)
+        self._state_before = state
         self._z = self.latent.encode(state)
         s_new = self.latent.progress(self._z, self._z0, self._z_star)
         delta_s = s_new - self._s
@@ -480,6 +483,7 @@ class DialogueEnv(ParallelEnv):
             turn=turn,
             privileged=privileged,
             external_user=external_user,
+            state_before=state_before,
         )
         # Component fallbacks (an LLM's unusable output replaced by a template) are flagged.
         fallbacks = [e.split(":", 1)[1] for e in turn.events if e.startswith("fallback:")]

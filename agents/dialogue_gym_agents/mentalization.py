@@ -425,8 +425,9 @@ class LearnedStudent:
         self.mentalizers = mentalizers
 
     def predict(self, history: Sequence[tuple[str, str]]) -> np.ndarray:
-        """The continuous estimate ẑ = M(h)."""
-        return self.mentalizers.student_z([tuple(history)])[0]
+        """The continuous estimate ẑ = M(h), its scalars clipped to the BDI ranges."""
+        raw = self.mentalizers.student_z([tuple(history)])[0]
+        return self.mentalizers.latent.clip_scalars(raw)
 
     def estimate(self, history: Sequence[tuple[str, str]]) -> BDI:
         """ẑ rendered as text: the nearest prior record's texts with ẑ's scalars."""

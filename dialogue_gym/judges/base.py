@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.users.base import UserTurn
 
 RATIONAL, NOT_RATIONAL, UNPARSEABLE = 1, -1, 0
@@ -23,6 +24,8 @@ class Exchange:
         turn: The user's turn record (stance, state, justification) from the simulator.
         privileged: The simulator's privileged information (willingness, concerns).
         external_user: Whether an external policy wrote the user reply.
+        state_before: The user's mental state before this reply (what "rational under the
+            current mental state" is judged against); ``None`` when unknown.
     """
 
     index: int
@@ -32,6 +35,7 @@ class Exchange:
     turn: UserTurn
     privileged: Mapping[str, Any]
     external_user: bool = False
+    state_before: BDI | None = None
 
 
 @dataclasses.dataclass(frozen=True)

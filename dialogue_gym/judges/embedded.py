@@ -105,9 +105,10 @@ class StateRationalityJudge:
     stated stance with what a rational user in that state would do (the turn's ``rational``
     reference; its ``decision`` for users that do not set one): agreeing when a rational user
     would not (a concession without a reason), not agreeing when a rational user would (a
-    well-reasoned request resisted), or falling two or more steps short of the rational stance
-    on the refused < neutral < positive < agree scale (refusing reasons that moved a rational
-    user towards the goal) is NOT_RATIONAL.
+    well-reasoned request resisted), refusing when a rational user would not (blind
+    resistance), or falling two or more steps short of the rational stance on the refused <
+    neutral < positive < agree scale (refusing reasons that moved a rational user towards the
+    goal) is NOT_RATIONAL.
     """
 
     def __init__(self, card: TaskCard) -> None:
@@ -122,6 +123,8 @@ class StateRationalityJudge:
         rational = turn.rational if turn.rational is not None else turn.decision
         if (stated == "agree") != (rational == "agree"):
             return NOT_RATIONAL
+        if stated == "refused" and rational != "refused":
+            return NOT_RATIONAL  # refusing where a rational user would not: blind resistance
         if _RANK[rational] - _RANK[stated] >= 2:
             return NOT_RATIONAL
         return RATIONAL

@@ -26,9 +26,10 @@ price and the buyer's target) or, without one, from the seller's first stated pr
 card's ``listings.buyer_target_fraction``, as in the embedded :class:`DealJudge`.
 
 **Rationality (MASP C.2).** One sample at temperature 0: RATIONAL → +1, NOT_RATIONAL → −1,
-anything unparseable → 0. The mental state shown is z_t, the state the user answered from:
-``exchange.state_before`` when the exchange carries it, else the state recorded with the turn
-(``exchange.turn.bdi``, the simulator's state after perceiving the system turn). A backend
+anything unparseable → 0. The mental state shown is z_t, the state the user answered from
+("rational under the current mental state"): ``exchange.state_before`` — the env sets it to
+the state before this reply — else, for exchanges built by hand without one, the state
+recorded with the turn (``exchange.turn.bdi``, the state *after* the reply). A backend
 failure (after the backend's own retries) raises
 :class:`~dialogue_gym.backends.BackendError` so the evaluation marks the episode as errored;
 ``on_backend_error="zero"`` instead scores it 0, the paper's literal protocol.
@@ -310,7 +311,7 @@ class LLMRationalityJudge:
 
     def messages(self, exchange: Exchange) -> list[prompts.Message]:
         """The prompt for ``exchange``."""
-        state = getattr(exchange, "state_before", None) or exchange.turn.bdi
+        state = exchange.state_before or exchange.turn.bdi
         return prompts.rationality_judge_messages(
             self.card, exchange.history, exchange.system, exchange.user, state
         )

@@ -110,6 +110,17 @@ class LatentSpace:
                 )
         return array
 
+    def clip_scalars(self, vector: np.ndarray) -> np.ndarray:
+        """A copy of z with its three scalar coordinates clipped to the BDI ranges.
+
+        For learned estimators whose raw regression output may stray a little outside
+        ``[0, 1]`` (ρ, c) or ``[−1, 1]`` (v): :meth:`check_vector` refuses such a vector.
+        """
+        out = np.array(vector, dtype=np.float64, copy=True)
+        lows = np.array([0.0, 0.0, -1.0]) * self._scale
+        out[3 * self.d :] = np.clip(out[3 * self.d :], lows, self._scale)
+        return out
+
     def encode(self, bdi: BDI) -> np.ndarray:
         """Returns z for one record."""
         return self.encode_batch([bdi])[0]

@@ -26,8 +26,17 @@ from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserTurn
+from dialogue_gym.users.latent_state import success_stances, toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.presets import HARD, PRESETS, SOFT, UserPreset, calibrated, card_preset
+from dialogue_gym.users.wording import (
+    PARTIAL,
+    RESOLVED,
+    UNRESOLVED,
+    USER_ACTS,
+    ReplyWording,
+    _stated_stance,
+)
 
 __all__ = [
     "HARD",
@@ -40,18 +49,11 @@ __all__ = [
     "card_preset",
 ]
 
-UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
-USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
-"""Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
-
-
-def _stated_stance(text: str, card: TaskCard) -> str:
-    """The stance a reply states (the embedded judges' classifier)."""
-    # Imported here: the judges import this package's base module (a cycle at import time).
-    from dialogue_gym.judges.embedded import classify_stance
-
-    return classify_stance(text, card)
+# How far a stance moves commitment c toward the target (on top of the resolved concerns).
+_STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
+VOICE_MATCH = 0.8
+"""Similarity at which an external reply's sentence voices a concern (a close paraphrase)."""
 
 
 @dataclasses.dataclass
@@ -68,7 +70,7 @@ class _ConcernState:
         return PARTIAL if self.progress > 1e-9 else UNRESOLVED
 
 
-class CognitiveUser:
+class CognitiveUser(ReplyWording):
     """The embedded user simulator; see the module docstring.
 
     Args:
@@ -129,6 +131,10 @@ class CognitiveUser:
             others = [s for s in self.card.personas.slots.get("situation", ()) if s != situation]
             encoded = np.asarray(self.analyzer.encoder.encode([situation, *others]))
             self._situation, self._other_situations = encoded[0], encoded[1:]
+        self._success_stances = success_stances(self.card)
+        # The scalars of z_0: where this user starts (see _compose_bdi).
+        self._start = (float(np.clip(0.1 + 0.9 * self.willingness, 0.0, 1.0)), 0.3, 0.0)
+        self.rational_decision = "neutral"  # the counterfactual rational user's stance
         self._state = self._compose_bdi()
 
     def reset(self, rng: np.random.Generator) -> BDI:
@@ -146,13 +152,19 @@ class CognitiveUser:
         """The persona's visible profile."""
         return self.persona.profile()
 
+    def _resolution(self) -> float:
+        """The strength-weighted share of the way this user's concerns have been addressed."""
+        if not self.concerns:
+            return 1.0
+        total = sum(c.strength for c in self.concerns.values()) or 1.0
+        solved = sum(c.strength * min(c.progress / c.needed, 1.0) for c in self.concerns.values())
+        return solved / total
+
     @property
     def willingness(self) -> float:
         """Willingness w ∈ [0, 1]: concern component + affect + drift."""
-        total = sum(c.strength for c in self.concerns.values()) or 1.0
-        solved = sum(c.strength * min(c.progress / c.needed, 1.0) for c in self.concerns.values())
         w0 = self.persona.initial_willingness
-        base = w0 + (self.preset.w_full - w0) * solved / total
+        base = w0 + (self.preset.w_full - w0) * self._resolution()
         return float(np.clip(base + self.affect + self.drift, 0.0, 1.0))
 
     @property
@@ -323,16 +335,68 @@ class CognitiveUser:
                 events.append(f"anti:{cid}")
         return reasoned
 
-    def _decide(self, p: Perception, reasoned: bool, hurt: bool) -> tuple[str, bool]:
+    def _nothing_blocks(self) -> bool:
+        """Every blocking concern is resolved (or none blocked): no reason left to refuse."""
+        return not self._blocking()
+
+    def _hear_voiced(self, user_text: str) -> None:
+        """Marks the concerns an external reply voices (its sentences close to a voice line).
+
+        The simulator's own replies mark what they voice as they word it; a reply written by
+        an external user policy voices a concern when one of its sentences is at least
+        ``VOICE_MATCH`` similar to one of that concern's card ``voice`` lines.
+        """
+        held = [cid for cid in self.concerns if self.card.concern(cid).voice]
+        sentences = [t for t in re.split(r"(?<=[.!?])\s+", user_text) if re.search(r"\w", t)]
+        if not held or not sentences:
+            return
+        lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
+        encoder = self.analyzer.encoder
+        sims = (
+            np.asarray(encoder.encode(sentences))
+            @ np.asarray(encoder.encode([line for _, line in lines])).T
+        )
+        for column, (cid, _) in enumerate(lines):
+            if float(sims[:, column].max()) >= VOICE_MATCH:
+                self.concerns[cid].voiced = True
+                self.disclosed = True
+
+    def _decide(
+        self,
+        p: Perception,
+        reasoned: bool,
+        hurt: bool,
+        previous: str | None = None,
+        concede: bool = True,
+    ) -> tuple[str, bool]:
         """The decision rule; returns (stance, justified).
 
         The user decides when asked (``decision_trigger = "ask"``) or, for tasks whose outcome
-        is the user's own state (``"any"``: feeling heard), on every on-topic turn.
+        is the user's own state (``"any"``: feeling heard), on every on-topic turn. A user
+        with no blocking concern left does not refuse (a refusal then would be blind).
+
+        Args:
+            p: The perceived system turn.
+            reasoned: The turn gave this user a reason.
+            hurt: The turn pressured or hit an anti-pattern.
+            previous: The stance to start from (default: the user's current decision; the
+                rational reference starts from the rational user's own previous stance).
+            concede: Allow the soft preset's unreasoned concessions (never for the rational
+                reference).
         """
+        stance, justified = self._decide_stance(
+            p, reasoned, hurt, self.decision if previous is None else previous, concede
+        )
+        if stance == "refused" and self._nothing_blocks():
+            return "positive", True
+        return stance, justified
+
+    def _decide_stance(
+        self, p: Perception, reasoned: bool, hurt: bool, previous: str, concede: bool
+    ) -> tuple[str, bool]:
         preset = self.preset
         w = self.willingness
         blocking = self._blocking()
-        previous = self.decision
         deciding = p.ask or (
             self.card.decision_trigger == "any" and not (p.empty or p.off_topic or hurt)
         )
@@ -347,8 +411,10 @@ class CognitiveUser:
                 earned = w - self.drift >= preset.accept_threshold - 0.1
                 return "agree", not blocking and earned
             tries = self.asks if p.ask else self.exchange
-            concede = preset.concede_prob + preset.concede_growth * (tries - 1)
-            if concede > 0 and self._rng.random() < concede:
+            chance = preset.concede_prob + preset.concede_growth * (tries - 1)
+            # Nobody feels better about a problem it has not spoken about yet.
+            unspoken = self.card.decision_trigger == "any" and not self.disclosed
+            if concede and chance > 0 and not unspoken and self._rng.random() < chance:
                 return "agree", False
             if w >= preset.accept_threshold - 0.15 and not blocking:
                 return "positive", reasoned or previous in ("positive", "agree")
@@ -372,149 +438,6 @@ class CognitiveUser:
         swing = previous == "refused" and _RANK[stance] >= _RANK["positive"]
         return stance, reasoned or not swing
 
-    # -- realization ---------------------------------------------------------------------------
-
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
-        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
-        index = int(self._rng.choice(fresh)) if fresh else int(self._rng.integers(len(options)))
-        self.used.add(f"{key}:{index}")
-        return options[index]
-
-    def _voice(self, cid: str) -> str:
-        self.concerns[cid].voiced = True
-        self.disclosed = True
-        return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
-
-    def _top_concern(self, unvoiced_only: bool = False) -> str | None:
-        for cid, c in self.concerns.items():  # strongest first
-            if c.status != RESOLVED and not (unvoiced_only and c.voiced):
-                return cid
-        return None
-
-    def _fill(self, template: str) -> str:
-        """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
-        values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
-        values.update(self.persona.facts)
-        if "{situation}" in template:
-            self.disclosed = True  # the user has told its story
-        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
-
-    def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
-        replies = self.card.replies
-        parts: list[str] = []
-
-        def say(key: str) -> None:
-            template = self._pick(key, replies[key])
-            concern = self._top_concern()
-            voice = ""
-            if "{concern_voice}" in template and concern:
-                if key == "inquiry_concern" and not self.concerns[concern].voiced:
-                    events.append(f"probed:{concern}")  # an open question drew it out
-                voice = self._voice(concern)
-            parts.append(self._fill(template.replace("{concern_voice}", voice)))
-
-        if "empty" in events:
-            say("empty")
-        elif "off_topic" in events:
-            say("offtopic")
-        else:
-            for event in events:
-                if event.startswith("addressed:"):
-                    cid = event.split(":", 1)[1]
-                    concern = self.card.concern(cid)
-                    done = self.concerns[cid].status == RESOLVED
-                    key, options = (
-                        ("resolved", concern.ack_resolved)
-                        if done
-                        else ("partial", concern.ack_partial)
-                    )
-                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
-                    break
-            if repetition and not parts:
-                say("repetition")
-            if p.ask:
-                if stance == "agree":
-                    say("agree")
-                elif stance == "positive":
-                    say("positive")
-                elif "pressure" in events and self.asks > 1:
-                    say("pushback")
-                elif self._top_concern() is not None:
-                    say("refuse_concern")
-                else:
-                    say("refuse")
-            elif stance == "agree":
-                say("agree")  # decided without being asked (decision_trigger = "any")
-            elif p.greeting and self.exchange <= 1 and not parts:
-                say("greeting")  # people answer "how are you?" before raising concerns
-            elif p.question and not parts:
-                if self._top_concern(unvoiced_only=True) is not None:
-                    say("inquiry_concern")
-                else:
-                    say("greeting" if p.greeting and self.exchange <= 1 else "inquiry_open")
-            elif p.greeting and not parts:
-                say("greeting")
-            elif stance == "refused" and any(e.startswith("anti:") for e in events):
-                say("pushback")
-            elif not parts:
-                say("positive" if stance == "positive" else "neutral")
-        return self._styled(" ".join(parts[:2]))
-
-    def _styled(self, text: str) -> str:
-        """Adds the persona's opener and closer (sometimes) and its casing to a reply."""
-        if self._rng.random() < 0.45:
-            opener = self._pick("opener", self.style.openers)
-            if opener.endswith(", ") and not re.match(r"I\b", text):
-                text = text[:1].lower() + text[1:]  # "Look, interesting." not "Look, Interesting."
-            text = opener + text
-        if self._rng.random() < 0.35 * self.style.verbosity:
-            text = text.rstrip() + self._pick("closer", self.style.closers)
-        return text.lower() if self.style.lowercase else text
-
-    def realize_act(self, act: str, system_text: str = "") -> str:
-        """Words a response act chosen by an external user policy, in this persona's style.
-
-        The seam for strategy-level user policies (the user seat external): the policy picks
-        one of :data:`USER_ACTS` and this realizes it from the card's reply templates, as the
-        simulator words its own replies — ``refuse`` (voicing the top unresolved concern when
-        there is one), ``hold`` (a neutral reply; a greeting or an open answer when the system
-        greeted or asked something), ``voice`` (raise a not yet voiced concern), ``warm``
-        (lean towards the goal) and ``agree``. Styling that would change the stance the reply
-        states (an opener before a leading "No,") is left out. The mind is not updated: pass
-        the text as the user's action and the env's ``observe`` does that.
-
-        Args:
-            act: One of :data:`USER_ACTS`.
-            system_text: The system utterance being answered.
-
-        Raises:
-            ValueError: Unknown act.
-        """
-        if act not in USER_ACTS:
-            raise ValueError(f"unknown user act {act!r}; choose from {USER_ACTS}")
-        p = self.analyzer.perceive(system_text)
-        top = self._top_concern()
-        if act == "refuse":
-            key = "refuse_concern" if top is not None else "refuse"
-        elif act == "voice":
-            top = self._top_concern(unvoiced_only=True)
-            key = "inquiry_concern" if top is not None else "inquiry_open"
-        elif act in ("warm", "agree"):
-            key = "positive" if act == "warm" else "agree"
-        elif p.empty or p.off_topic:
-            key = "empty" if p.empty else "offtopic"
-        elif p.greeting and self.exchange == 0:
-            key = "greeting"
-        else:
-            key = "inquiry_open" if p.question else "neutral"
-        template = self._pick(key, self.card.replies[key])
-        voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
-        core = self._fill(template.replace("{concern_voice}", voice))
-        styled = self._styled(core)
-        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
-            return core.lower() if self.style.lowercase else core
-        return styled
-
     def _compose_bdi(self) -> BDI:
         mind = self.card.mind
         w = self.willingness
@@ -532,19 +455,31 @@ class CognitiveUser:
             desire = self.card.concern(top).desire_unresolved
         else:
             desire = mind["desire_open"]
-        intention = self.card.target.intention if self.decision == "agree" else mind[self.decision]
-        # c is commitment to the goal behaviour (the target's c = 0.8 is a committed donor):
-        # a refusal is low commitment, not high confidence, so it never reads as progress.
-        confidence = {"refused": 0.1 + 0.2 * w, "neutral": 0.3, "positive": 0.55}.get(
-            self.decision, self.card.target.confidence
+        agreed = self.decision in self._success_stances
+        if agreed:  # the user who reached the task's goal is in the target state z*
+            belief, desire = self.card.target.belief, self.card.target.desire
+        intention = self.card.target.intention if agreed else mind[self.decision]
+        # The scalars move a fraction of the way from this user's start to the target (see
+        # users/latent_state.py): resolved concerns move most of each, rapport and mood a
+        # little, the stance moves c (commitment: a refusal lowers it until the concerns
+        # behind it are resolved), and only agreement reaches the target.
+        solved = self._resolution()
+        rapport = min(self.rapport_turns, 2) / 2
+        fractions = (
+            0.6 * solved + 0.1 * rapport + 0.2 * self.mood,
+            0.6 * solved + _STANCE_COMMITMENT.get(self.decision, 0.0),
+            0.4 * solved + 0.6 * self.mood,
+        )
+        receptivity, confidence, valence = toward_target(
+            self._start, self.card.target, fractions, agreed
         )
         return BDI(
             belief=belief,
             desire=desire,
             intention=intention,
-            receptivity=float(np.clip(0.1 + 0.9 * w + 0.05 * self.rapport_turns, 0.0, 1.0)),
-            confidence=float(np.clip(confidence, 0.0, 1.0)),
-            valence=float(np.clip(self.mood, -1.0, 1.0)),
+            receptivity=receptivity,
+            confidence=confidence,
+            valence=valence,
         )
 
     # -- protocol ------------------------------------------------------------------------------
@@ -556,6 +491,8 @@ class CognitiveUser:
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
         stance, justified = self._decide(p, reasoned, hurt)
         self.decision = stance
+        if justified:
+            self.rational_decision = stance  # an unreasoned concession is not the rational path
         text = self._realize(p, events, stance, repetition)
         self._state = self._compose_bdi()
         return UserTurn(text, stance, self._state, justified, tuple(events))
@@ -566,18 +503,35 @@ class CognitiveUser:
         The reply is the user's: the stance it states (classified from its text with the card's
         ``reply_*`` cues) becomes the user's decision, and the mind (intention, commitment)
         follows it, so a user policy that refuses has refused. The state machine still decides
-        what a rational user in this state would do; that stance is returned as the turn's
-        ``rational`` reference (with its ``justified`` flag) for the rationality judge, which
-        marks conceding without a reason or resisting a well-reasoned request.
+        what a rational user in this state would do — a counterfactual that never inherits the
+        external stance — and returns it as the turn's ``rational`` reference (with its
+        ``justified`` flag) for the rationality judge, which marks conceding without a reason
+        and resisting blindly. Holding back is rational while a blocking concern remains that
+        this turn gave no reason on: the reference is then ``refused`` in place of ``neutral``
+        (a skeptical "no" to a bare claim is consistent with its state; a "no" to a reason, or
+        once nothing blocks, is not).
         """
         self.exchange += 1
         p, events, _, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
-        rational, justified = self._decide(p, reasoned, hurt)
+        # The rational reference is a counterfactual: what a rational user with this persona
+        # and this dialogue would decide, starting from its own previous stance (not the
+        # external user's), without the soft preset's concessions, and never short of leaning
+        # towards the goal once nothing blocks it.
+        rational, justified = self._decide(
+            p, reasoned, hurt, previous=self.rational_decision, concede=False
+        )
+        if rational in ("refused", "neutral") and self._nothing_blocks():
+            rational = "positive"
+        self.rational_decision = rational
+        reference = rational
+        if rational == "neutral" and not reasoned and self._blocking():
+            reference = "refused"
+        self._hear_voiced(user_text)
         stated = _stated_stance(user_text, self.card)
         self.decision = stated
         if re.search(r"\w", user_text):
             self.disclosed = True
         self._state = self._compose_bdi()
         events = [*events, "external_reply"]
-        return UserTurn(user_text, stated, self._state, justified, tuple(events), rational)
+        return UserTurn(user_text, stated, self._state, justified, tuple(events), reference)

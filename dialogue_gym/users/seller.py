@@ -58,8 +58,9 @@ from dialogue_gym.prices import format_price, mask_prices, offer_in
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
-from dialogue_gym.users.presets import calibrated
+from dialogue_gym.users.latent_state import toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
+from dialogue_gym.users.presets import calibrated
 
 __all__ = [
     "HARD",
@@ -104,6 +105,13 @@ class Listing:
     highlight: str
     flaw: str
     unit: str = ""
+
+
+_START_MOOD = 0.1
+# The seller's z_0 scalars (receptivity, confidence, valence): guarded, uncommitted, polite.
+_START_SCALARS = (0.16, 0.35, _START_MOOD)
+# How far a stance moves commitment c toward the target (on top of the concession made).
+_STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
 
 
 def price_step(price: float) -> float:
@@ -422,7 +430,7 @@ class SellerUser:
         self.walked = False
         self.insults = 0
         self.anger = 0.0
-        self.mood = 0.1
+        self.mood = _START_MOOD
         self.rapport_turns = 0
         self.unreasoned_offers = 0
         self.exchange = 0
@@ -865,21 +873,27 @@ class SellerUser:
             else:
                 desire = mind["desire_open"]
             intention = mind.get(decision, mind["neutral"])
-        confidence = {"refused": 0.2, "neutral": 0.35, "positive": 0.55}.get(
-            decision, target.confidence
+        # The scalars move a fraction of the way from the seller's start to the target (see
+        # users/latent_state.py): the concession it made moves most of each, the stance moves
+        # c, mood and anger move ρ and v, and only a deal below the listing (the buyer's goal)
+        # reaches the target. A walk-away is as far behind the start as the target is ahead.
+        agreed = self.deal_price is not None and self.deal_price < self.listing.price
+        mood = self.mood - _START_MOOD
+        fractions = (
+            0.6 * w + 0.1 * (decision == "positive") + 0.2 * mood - 0.15 * min(self.anger, 2.0),
+            0.6 * w + _STANCE_COMMITMENT.get(decision, 0.0),
+            0.4 * w + 0.6 * mood,
         )
         if self.walked:
-            confidence = 0.1
-        close = decision in ("positive", "agree")
-        receptivity = 0.15 + 0.55 * w + 0.15 * close + 0.1 * max(self.mood, 0.0)
-        receptivity -= 0.15 * min(self.anger, 2.0)
+            fractions = (-1.0, -1.0, fractions[2])
+        receptivity, confidence, valence = toward_target(_START_SCALARS, target, fractions, agreed)
         return BDI(
             belief=belief,
             desire=desire,
             intention=intention,
-            receptivity=float(np.clip(receptivity, 0.0, 1.0)),
-            confidence=float(np.clip(confidence, 0.0, 1.0)),
-            valence=float(np.clip(self.mood, -1.0, 1.0)),
+            receptivity=receptivity,
+            confidence=confidence,
+            valence=valence,
         )
 
     # -- protocol ------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""How the embedded cognitive user words its replies: the card's reply templates, in style.
+
+:class:`ReplyWording` is the realization half of
+:class:`~dialogue_gym.users.cognitive.CognitiveUser`: it picks a reply template for what the
+user perceived and decided (an acknowledgement of the concern a turn addressed, a concern
+voiced when asked, the stance on an ask), fills the persona's facts, and adds the persona's
+opener, closer and casing. :meth:`ReplyWording.realize_act` words an act an external user
+policy chose (:data:`USER_ACTS`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dialogue_gym.cards import Style, TaskCard
+from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.persona import Persona
+
+if TYPE_CHECKING:
+    from dialogue_gym.users.cognitive import _ConcernState
+
+UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
+USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
+"""Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
+
+
+def _stated_stance(text: str, card: TaskCard) -> str:
+    """The stance a reply states (the embedded judges' classifier)."""
+    # Imported here: the judges import this package's base module (a cycle at import time).
+    from dialogue_gym.judges.embedded import classify_stance
+
+    return classify_stance(text, card)
+
+
+class ReplyWording:
+    """Reply realization for :class:`~dialogue_gym.users.cognitive.CognitiveUser` (mixin).
+
+    The attributes below are the user's episode state, set by the simulator.
+    """
+
+    card: TaskCard
+    analyzer: UtteranceAnalyzer
+    persona: Persona
+    style: Style
+    concerns: dict[str, _ConcernState]
+    used: set[str]
+    disclosed: bool
+    exchange: int
+    asks: int
+    _rng: np.random.Generator
+
+    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
+        index = int(self._rng.choice(fresh)) if fresh else int(self._rng.integers(len(options)))
+        self.used.add(f"{key}:{index}")
+        return options[index]
+
+    def _voice(self, cid: str) -> str:
+        self.concerns[cid].voiced = True
+        self.disclosed = True
+        return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
+
+    def _top_concern(self, unvoiced_only: bool = False) -> str | None:
+        for cid, c in self.concerns.items():  # strongest first
+            if c.status != RESOLVED and not (unvoiced_only and c.voiced):
+                return cid
+        return None
+
+    def _fill(self, template: str) -> str:
+        """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
+        values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
+        values.update(self.persona.facts)
+        if "{situation}" in template:
+            self.disclosed = True  # the user has told its story
+        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+    def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
+        replies = self.card.replies
+        parts: list[str] = []
+
+        def say(key: str) -> None:
+            template = self._pick(key, replies[key])
+            concern = self._top_concern()
+            voice = ""
+            if "{concern_voice}" in template and concern:
+                if key == "inquiry_concern" and not self.concerns[concern].voiced:
+                    events.append(f"probed:{concern}")  # an open question drew it out
+                voice = self._voice(concern)
+            parts.append(self._fill(template.replace("{concern_voice}", voice)))
+
+        if "empty" in events:
+            say("empty")
+        elif "off_topic" in events:
+            say("offtopic")
+        else:
+            for event in events:
+                if event.startswith("addressed:"):
+                    cid = event.split(":", 1)[1]
+                    concern = self.card.concern(cid)
+                    done = self.concerns[cid].status == RESOLVED
+                    key, options = (
+                        ("resolved", concern.ack_resolved)
+                        if done
+                        else ("partial", concern.ack_partial)
+                    )
+                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
+                    break
+            if repetition and not parts:
+                say("repetition")
+            if p.ask:
+                if stance == "agree":
+                    say("agree")
+                elif stance == "positive":
+                    say("positive")
+                elif "pressure" in events and self.asks > 1:
+                    say("pushback")
+                elif self._top_concern() is not None:
+                    say("refuse_concern")
+                else:
+                    say("refuse")
+            elif stance == "agree":
+                say("agree")  # decided without being asked (decision_trigger = "any")
+            elif p.greeting and self.exchange <= 1 and not parts:
+                say("greeting")  # people answer "how are you?" before raising concerns
+            elif p.question and not parts:
+                if self._top_concern(unvoiced_only=True) is not None:
+                    say("inquiry_concern")
+                else:
+                    say("greeting" if p.greeting and self.exchange <= 1 else "inquiry_open")
+            elif p.greeting and not parts:
+                say("greeting")
+            elif stance == "refused" and any(e.startswith("anti:") for e in events):
+                say("pushback")
+            elif not parts:
+                say("positive" if stance == "positive" else "neutral")
+        return self._styled(" ".join(parts[:2]))
+
+    def _styled(self, text: str) -> str:
+        """Adds the persona's opener and closer (sometimes) and its casing to a reply."""
+        if self._rng.random() < 0.45:
+            opener = self._pick("opener", self.style.openers)
+            if opener.endswith(", ") and not re.match(r"I\b", text):
+                text = text[:1].lower() + text[1:]  # "Look, interesting." not "Look, Interesting."
+            text = opener + text
+        if self._rng.random() < 0.35 * self.style.verbosity:
+            text = text.rstrip() + self._pick("closer", self.style.closers)
+        return text.lower() if self.style.lowercase else text
+
+    def realize_act(self, act: str, system_text: str = "") -> str:
+        """Words a response act chosen by an external user policy, in this persona's style.
+
+        The seam for strategy-level user policies (the user seat external): the policy picks
+        one of :data:`USER_ACTS` and this realizes it from the card's reply templates, as the
+        simulator words its own replies — ``refuse`` (voicing the top unresolved concern when
+        there is one), ``hold`` (a neutral reply; a greeting or an open answer when the system
+        greeted or asked something), ``voice`` (raise a not yet voiced concern), ``warm``
+        (lean towards the goal) and ``agree``. Styling that would change the stance the reply
+        states (an opener before a leading "No,") is left out. The mind is not updated: pass
+        the text as the user's action and the env's ``observe`` does that.
+
+        Args:
+            act: One of :data:`USER_ACTS`.
+            system_text: The system utterance being answered.
+
+        Raises:
+            ValueError: Unknown act.
+        """
+        if act not in USER_ACTS:
+            raise ValueError(f"unknown user act {act!r}; choose from {USER_ACTS}")
+        p = self.analyzer.perceive(system_text)
+        top = self._top_concern()
+        if act == "refuse":
+            key = "refuse_concern" if top is not None else "refuse"
+        elif act == "voice":
+            top = self._top_concern(unvoiced_only=True)
+            key = "inquiry_concern" if top is not None else "inquiry_open"
+        elif act in ("warm", "agree"):
+            key = "positive" if act == "warm" else "agree"
+        elif p.empty or p.off_topic:
+            key = "empty" if p.empty else "offtopic"
+        elif p.greeting and self.exchange == 0:
+            key = "greeting"
+        else:
+            key = "inquiry_open" if p.question else "neutral"
+        template = self._pick(key, self.card.replies[key])
+        voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
+        core = self._fill(template.replace("{concern_voice}", voice))
+        styled = self._styled(core)
+        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
+            return core.lower() if self.style.lowercase else core
+        return styled

@@ -20,7 +20,8 @@ episode ended raises ``RuntimeError``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,6 +47,8 @@ SYSTEM, USER = "system", "user"
 # Task id → the corpus its real episodes come from (``data=``).
 CORPORA = {"P4G": "p4g", "ESConv": "esconv", "ED": "ed", "CB": "cb"}
 SEATS = (SYSTEM, USER)
+_PIN_POOLS = {"persona": "personas", "listing": "listings"}
+"""``reset(options=...)`` keys that pin the episode's user → the user's pool attribute."""
 SPEAKER_ID = {SYSTEM: 0, USER: 1}
 CONCERN_EVENTS = ("addressed", "proactive", "probed", "anti")
 """User-event kinds that name a latent concern (``kind:<concern id>``): privileged, so they
@@ -258,13 +261,26 @@ class DialogueEnv(ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Starts an episode; the same seed gives the same persona, transcript and rewards."""
+        """Starts an episode; the same seed gives the same persona, transcript and rewards.
+
+        Args:
+            seed: Seeds the episode (persona draw, user and judge randomness).
+            options: ``{"persona": Persona}`` and/or ``{"listing": Listing}`` pin this
+                episode's user to that persona (a seller to that listing) instead of drawing
+                one from the pool, e.g. the persona built from one real dialogue
+                (:func:`dialogue_gym.users.corpus.personas_from_seeds`); other keys are
+                ignored.
+
+        Raises:
+            ValueError: A pin the user model has no pool for.
+        """
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self._reset_state()
         self.agents = list(self.possible_agents)
         self._done = False
-        self._z0_bdi = self.user.reset(self._rng)
+        with self._pinned(options):
+            self._z0_bdi = self.user.reset(self._rng)
         drawn = getattr(self.user, "listing", None) or getattr(self.user, "persona", None)
         self.history.extend(self._openings.get(getattr(drawn, "id", ""), ()))
         self._z0 = self.latent.encode(self._z0_bdi)
@@ -356,6 +372,32 @@ class DialogueEnv(ParallelEnv):
             self.backend.close()
 
     # -- internals -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _pinned(self, options: Mapping[str, Any] | None) -> Iterator[None]:
+        """Restricts the user's persona/listing pool to the pinned item during one reset."""
+        pins = {
+            key: value
+            for key, value in (options or {}).items()
+            if key in _PIN_POOLS and value is not None
+        }
+        # An LLM user delegates its persona draw to the state machine it wraps.
+        owner = getattr(self.user, "inner", self.user)
+        saved: dict[str, Any] = {}
+        try:
+            for key, value in pins.items():
+                pool = _PIN_POOLS[key]
+                if not isinstance(getattr(owner, pool, None), tuple):
+                    raise ValueError(
+                        f"reset(options={{{key!r}: ...}}): the {type(owner).__name__} user has "
+                        f"no {pool} pool to pin a {key} in"
+                    )
+                saved[pool] = getattr(owner, pool)
+                setattr(owner, pool, (value,))
+            yield
+        finally:
+            for pool, items in saved.items():
+                setattr(owner, pool, items)
 
     def _make_user(
         self, user: str | UserPreset, realizer: str, pools: Mapping[str, Any]

@@ -28,7 +28,9 @@ Formats:
 Roles: buyer → system, seller → user. Situation: ``title``, ``description`` (the seller's
 listing), ``category``, ``listing_price``, ``buyer_target``, ``seller_target``, plus
 ``buyer_description`` where the format has a separate buyer view (and the scenario tables'
-extra columns under their own names). Profile (the seller): ``role`` (``"seller"``),
+extra columns under their own names) and, for ``hf``, ``turn_prices``: the rule-based
+``dialogue_acts.price`` of each turn (``None`` where it has none; the price of an ``offer``
+event is the offered price). Profile (the seller): ``role`` (``"seller"``),
 ``title``, ``description``, ``listing_price``, ``target`` (the seller's target price) and
 ``bottomline`` (``None`` where absent).
 
@@ -256,6 +258,7 @@ def load_hf(path: str | Path) -> list[Dialogue]:
                 seller_target=as_float(_pick(targets, seller, file, line, what), file, line, what),
                 bottomline=_pick(info.get("Bottomline", [None, None]), seller, file, line, what),
             )
+            situation["turn_prices"] = _turn_prices(acts.get("price"), len(turns))
             dialogues.append(
                 Dialogue(
                     CORPUS,
@@ -267,6 +270,18 @@ def load_hf(path: str | Path) -> list[Dialogue]:
                 )
             )
     return dialogues
+
+
+def _turn_prices(prices: Any, n_turns: int) -> tuple[float | None, ...]:
+    """``dialogue_acts.price`` per turn (``None`` where there is none: -1, missing, bad)."""
+    if not isinstance(prices, list) or len(prices) != n_turns:
+        return (None,) * n_turns
+    return tuple(
+        float(p)
+        if isinstance(p, (int, float)) and not isinstance(p, bool) and p == p and p >= 0
+        else None
+        for p in prices
+    )
 
 
 # -- format: cocoa ---------------------------------------------------------------------------------

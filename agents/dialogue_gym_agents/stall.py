@@ -159,36 +159,28 @@ class _ReasonInstead(_Guard):
         return self._rapport()
 
 
-class StallPersuader(_ReasonInstead, ScriptedPersuader):
+class _StallListening(_ReasonInstead):
+    """For the closed-loop scripted agents: one more reason where they would ask."""
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forgets the previous episode."""
+        super().reset(seed)  # type: ignore[misc]  # the scripted agent's, via the MRO
+        self._rapport_said = 0
+
+    def _ask(self) -> str:
+        return self._reason()
+
+    def act(self, observation: dict[str, Any]) -> str:
+        """Returns the next turn: the scripted agent's, with a reason in place of an ask."""
+        return self._guard(super().act(observation))  # type: ignore[misc]  # via the MRO
+
+
+class StallPersuader(_StallListening, ScriptedPersuader):
     """The scripted P4G persuader without the ask (see the module docstring)."""
 
-    def reset(self, seed: int | None = None) -> None:
-        """Forgets the previous episode."""
-        super().reset(seed)
-        self._rapport_said = 0
 
-    def _ask(self) -> str:
-        return self._reason()
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next turn: the scripted persuader's, with a reason in place of an ask."""
-        return self._guard(super().act(observation))
-
-
-class StallSalesAgent(_ReasonInstead, ScriptedSalesAgent):
+class StallSalesAgent(_StallListening, ScriptedSalesAgent):
     """The scripted Merchant/Courier sales agent without the proposal (module docstring)."""
-
-    def reset(self, seed: int | None = None) -> None:
-        """Forgets the previous episode."""
-        super().reset(seed)
-        self._rapport_said = 0
-
-    def _ask(self) -> str:
-        return self._reason()
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next turn: the scripted agent's, with a reason in place of a proposal."""
-        return self._guard(super().act(observation))
 
 
 class StallSupporter(_Guard, ScriptedSupporter):

@@ -39,6 +39,7 @@ from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.mind.latent import LatentSpace, RewardWeights, system_reward, user_reward
 from dialogue_gym.spaces import Utterance
+from dialogue_gym.threads import apply_threads
 from dialogue_gym.users import build_user
 from dialogue_gym.users.base import UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import UserPreset
@@ -108,6 +109,9 @@ class DialogueEnv(ParallelEnv):
             never a call) or ``"off"``.
         backend_options: Keyword arguments for the backend (e.g. ``base_url``,
             ``max_concurrency``, ``api_key_env``, ``timeout``, ``max_retries``).
+        threads: Torch intra-op threads for the small encoder (process-wide); ``None``: one
+            thread unless ``DIALOGUE_GYM_THREADS`` / ``OMP_NUM_THREADS`` say otherwise (see
+            :mod:`dialogue_gym.threads`).
 
     The user may also be ``"llm-soft"`` / ``"llm-hard"``: an LLM conditioned on its current BDI
     state, profile and goal writes the replies, while the card's simulator tracks the state.
@@ -145,7 +149,9 @@ class DialogueEnv(ParallelEnv):
         backend_cache: str | Path | None = None,
         cache_mode: str = "rw",
         backend_options: Mapping[str, Any] | None = None,
+        threads: int | None = None,
     ) -> None:
+        apply_threads(threads)  # before any torch model is built (small batches: 1 thread)
         self.card = card if isinstance(card, TaskCard) else load_card(card)
         external = tuple(external)
         if not external or any(seat not in SEATS for seat in external):

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
+from dialogue_gym.threads import apply_threads
 
 _TOKEN = re.compile(r"[a-z0-9$']+")
 
@@ -169,6 +170,7 @@ class MiniLMEncoder:
             raise ValueError(f"engine must be one of {self.ENGINES}, got {engine!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        apply_threads()  # one intra-op thread for tiny batches unless the user chose
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - depends on the install

@@ -1,4 +1,4 @@
-"""The ``dialogue-gym`` command line: ``list``, ``info``, ``eval`` and ``play``.
+"""The ``dialogue-gym`` command line: ``list``, ``info``, ``eval``, ``play``, ``validate`` ...
 
 Examples::
 
@@ -9,6 +9,7 @@ Examples::
     dialogue-gym annotate esconv --split train --backend openai:gpt-4o-2024-08-06
     dialogue-gym train planner --task P4G --out runs/planner-p4g   # `train` lists trainers
     dialogue-gym report runs/x                # runs/x/report.html; --format md|csv for tables
+    dialogue-gym validate P4G-hard --data DIR --split valid,test   # agreement with real people
 
 Errors print one line to stderr, never a traceback. Exit status:
 
@@ -47,6 +48,7 @@ from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.journal import JournalWriteError
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
+from dialogue_gym.validity import cli as validity_cli
 
 __all__ = ["main"]
 
@@ -219,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("trainer", nargs="?", metavar="TRAINER", help="omit to list the trainers")
     train.add_argument("args", nargs=argparse.REMAINDER, metavar="...", help="see TRAINER --help")
     report_cli.add_parser(commands)  # `dialogue-gym report RUN_DIR [RUN_DIR2]`
+    validity_cli.add_parser(commands)  # `dialogue-gym validate ENV_ID --data PATH`
     return parser
 
 
@@ -498,6 +501,7 @@ _COMMANDS = {
     "data": data_cli.run,
     "annotate": annotate_cli.run,
     "report": report_cli.run,
+    "validate": validity_cli.run,
 }
 
 

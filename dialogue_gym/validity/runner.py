@@ -1,0 +1,573 @@
+"""Human-replay validity: does the simulated world agree with what real people did?
+
+For each held-out real dialogue with a known outcome (:mod:`dialogue_gym.validity.corpus`),
+the env's user is pinned to the persona (P4G, ESConv) or seller listing (CraigslistBargain)
+built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options=...)``), and
+
+1. **human replay** — the real system-side turns are replayed one per exchange (at most the
+   env's budget T, 8 by default; a dialogue with fewer system turns stops early) against the
+   simulated user: simulated success, final progress s and final willingness;
+2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
+   same episode seeds;
+3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
+   in self-play (both seats external, no budget short of the whole dialogue), so the env's
+   success judge (embedded or LLM) reads real text; judged success (at any exchange), its best
+   score and, for deals, the judged utility.
+
+:func:`validate` then reports, with bootstrap 95 % intervals and n, the AUC of each simulated
+signal for the real success, Spearman's ρ with the real amount (donation, intensity fall,
+utility), SR@T of human replay vs the baselines vs the real success rate, and the judges'
+agreement and AUC — each next to a *text-only reference* (:mod:`dialogue_gym.validity.reference`)
+from the same inputs: the replayed system turns for the replay cells, the real user turns for
+the judge cells.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from dialogue_gym.data import Dialogue, seeds_from
+from dialogue_gym.env import CORPORA
+from dialogue_gym.registry import make
+from dialogue_gym.validity import reference as ref
+from dialogue_gym.validity.corpus import (
+    exchanges_of,
+    load_held_out,
+    load_train,
+    outcome_of,
+    parse_splits,
+    side_text,
+)
+from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
+
+__all__ = ["TARGETS", "format_report", "validate", "validate_dialogues"]
+
+FULL_TRANSCRIPT_BUDGET = 1000
+"""Exchange budget of the full-transcript env (the env's maximum)."""
+
+TARGETS: dict[str, dict[str, float]] = {
+    "P4G": {"replay_auc": 0.60, "judge_auc": 0.65},
+    "ESConv": {"replay_auc": 0.70, "judge_auc": 0.70},
+    "CB": {"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90},
+}
+"""Issue 15's targets by task: replay AUC (CI above 0.5), replay ρ with the amount (CB
+utility), judge AUC on full transcripts. On soft users human-replay SR should be within
+±:data:`SOFT_SR_TOLERANCE` of the real success rate; on every env above ``random``."""
+SOFT_SR_TOLERANCE = 0.15
+
+Progress = Callable[[str], None]
+
+
+def _pins(card: Any, dialogues: Sequence[Dialogue]) -> list[dict[str, Any] | None]:
+    """``reset`` options pinning each dialogue's own user (``None``: cannot be built)."""
+    from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
+
+    seeds = seeds_from(dialogues, card.goal)
+    if card.user_model == "seller":
+        pins: list[dict[str, Any] | None] = []
+        for seed in seeds:
+            try:
+                pins.append({"listing": listings_from_seeds(card, [seed])[0]})
+            except ValueError:  # no usable prices
+                pins.append(None)
+        return pins
+    return [{"persona": p} for p in personas_from_seeds(card, seeds)]
+
+
+def _play(
+    env: Any,
+    pin: Mapping[str, Any],
+    seed: int,
+    texts: Sequence[str] | None = None,
+    agent: Any = None,
+) -> dict[str, Any]:
+    """One episode on a pinned user: replaying ``texts``, or played by ``agent``."""
+    observations, _ = env.reset(seed=seed, options=dict(pin))
+    if agent is not None and callable(getattr(agent, "reset", None)):
+        agent.reset(seed=seed)
+    row: dict[str, Any] = {"success": False, "success_turn": None, "s": 0.0, "exchanges": 0}
+    for i in range(env.max_exchanges):
+        if agent is not None:
+            text = agent.act(observations["system"])
+        elif texts is not None and i < len(texts):
+            text = texts[i]
+        else:
+            break
+        observations, _, terminated, truncated, infos = env.step({"system": text})
+        info = infos["system"]
+        row.update(s=float(info["s"]), score=info.get("success_score"), exchanges=i + 1)
+        if info["success"]:
+            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
+        if terminated["system"] or truncated["system"]:
+            break
+    willingness = env.user.privileged().get("willingness")
+    row["willingness"] = None if willingness is None else float(willingness)
+    return row
+
+
+def _judge_full(
+    env: Any, pin: Mapping[str, Any], seed: int, exchanges: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """The env's success judge over a whole real transcript (both seats external)."""
+    env.reset(seed=seed, options=dict(pin))
+    row: dict[str, Any] = {"success": False, "success_turn": None, "max_score": None}
+    scores = []
+    for i, (system, user) in enumerate(exchanges[: env.max_exchanges]):
+        env.step({"system": system})
+        _, _, terminated, _, infos = env.step({"user": user})
+        info = infos["user"]
+        scores.append(float(info["success_score"]))
+        if info["success"]:
+            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
+        if terminated["user"]:
+            break
+    row["max_score"] = max(scores) if scores else None
+    row["exchanges"] = len(scores)
+    return row
+
+
+def _hash_key(dialogue_id: str) -> str:
+    return hashlib.sha256(f"sample/{dialogue_id}".encode()).hexdigest()
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _reference_rows(
+    dialogues: Sequence[Dialogue], budget: int
+) -> dict[str, list[tuple[str, str, bool]]]:
+    """``(id, text, label)`` rows of the two text-reference inputs."""
+    rows: dict[str, list[tuple[str, str, bool]]] = {"system": [], "user": []}
+    for d in dialogues:
+        outcome = outcome_of(d)
+        exchanges = exchanges_of(d)
+        if outcome is None or not exchanges:
+            continue
+        rows["system"].append((d.id, side_text(exchanges, "system", budget), outcome.success))
+        rows["user"].append((d.id, side_text(exchanges, "user"), outcome.success))
+    return rows
+
+
+def validate_dialogues(
+    env_id: str,
+    held_out: Sequence[Dialogue],
+    train: Sequence[Dialogue] = (),
+    *,
+    env_options: Mapping[str, Any] | None = None,
+    baselines: Sequence[str] = ("scripted", "random"),
+    seed: int = 0,
+    n_resamples: int = 2000,
+    judge_transcripts: bool = True,
+    progress: Progress | None = _stderr,
+) -> dict[str, Any]:
+    """Runs the validity benchmark on given dialogues (see the module docstring).
+
+    Args:
+        env_id: A registered env of a task with a corpus (``P4G-hard``, ``ESConv-soft`` ...).
+        held_out: The held-out dialogues (those without a known outcome or without system
+            turns are counted and skipped).
+        train: The train split's dialogues, for the text reference (never the held-out ones).
+        env_options: Keyword arguments for ``make`` (``encoder``, ``judges``, ``backend``,
+            ``user``, ``realizer``, ``success_judge`` ...).
+        baselines: Agents played on the same pinned users.
+        seed: Seed of episode 0 (dialogue ``i`` gets ``seed + i`` in every arm).
+        n_resamples: Bootstrap resamples per cell.
+        judge_transcripts: Also judge the full real transcripts.
+        progress: Called with a progress line now and then (``None``: silent).
+
+    Returns:
+        A JSON-ready dict: ``env_id``, ``counts``, ``reference_modes``, ``cells`` (name →
+        ``{"sim", "reference", "target", "met"}``) and ``dialogues`` (one row each).
+
+    Raises:
+        ValueError: The task has no corpus, an id is in both sets, or no dialogue is usable.
+    """
+    from dialogue_gym.agents import make_agent
+
+    options = dict(env_options or {})
+    env = make(env_id, **options)
+    card = env.card
+    if card.id not in CORPORA:
+        raise ValueError(
+            f"{env_id}: task {card.id!r} has no corpus; corpora exist for {sorted(CORPORA)}"
+        )
+    overlap = {d.id for d in held_out} & {d.id for d in train}
+    if overlap:
+        raise ValueError(f"held-out dialogues in the train split: {sorted(overlap)[:5]}")
+    full_env = None
+    if judge_transcripts:
+        full_env = make(
+            env_id,
+            **{**options, "external": ("system", "user"), "max_exchanges": FULL_TRANSCRIPT_BUDGET},
+        )
+    agents = {name: make_agent(name, card) for name in baselines}
+    usable = [d for d in held_out if outcome_of(d) is not None and exchanges_of(d)]
+    pins = _pins(card, usable) if usable else []
+    counts = {
+        "held_out": len(held_out),
+        "no_outcome": sum(outcome_of(d) is None for d in held_out),
+        "no_system_turns": sum(outcome_of(d) is not None and not exchanges_of(d) for d in held_out),
+        "no_user": sum(p is None for p in pins),
+    }
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    try:
+        for index, (dialogue, pin) in enumerate(zip(usable, pins, strict=True)):
+            if pin is None:
+                continue
+            outcome = outcome_of(dialogue)
+            assert outcome is not None
+            exchanges = exchanges_of(dialogue)
+            episode_seed = seed + index
+            row: dict[str, Any] = {
+                "id": dialogue.id,
+                "split": dialogue.split,
+                "real_success": outcome.success,
+                "real_amount": outcome.amount,
+                "replay": _play(env, pin, episode_seed, texts=[s for s, _ in exchanges]),
+                "baselines": {
+                    name: _play(env, pin, episode_seed, agent=agent)
+                    for name, agent in agents.items()
+                },
+            }
+            if full_env is not None:
+                row["full"] = _judge_full(full_env, pin, episode_seed, exchanges)
+            rows.append(row)
+            done = index + 1
+            if progress is not None and (done % 10 == 0 or done == len(usable)):
+                elapsed = time.monotonic() - started
+                eta = elapsed / done * (len(usable) - done)
+                progress(
+                    f"[{env_id}] {done}/{len(usable)} dialogues, {elapsed:.0f} s, ETA {eta:.0f} s"
+                )
+    finally:
+        for built in (env, full_env):
+            if built is not None:
+                built.close()
+    if not rows:
+        raise ValueError(
+            f"{env_id}: no held-out dialogue has a known outcome, system turns and a user "
+            f"({counts})"
+        )
+    train_rows = _reference_rows(train, env.max_exchanges)
+    test_rows = _reference_rows(
+        [d for d in usable if d.id in {r["id"] for r in rows}], env.max_exchanges
+    )
+    predictions = {
+        side: ref.predict_held_out(train_rows[side], test_rows[side]) for side in ("system", "user")
+    }
+    for row in rows:
+        for side, name in (("system", "reference_replay"), ("user", "reference_user")):
+            p = predictions[side].get(row["id"])
+            row[name] = None if p is None else p.probability
+    cells = _cells(card.id, env_id, rows, n_resamples, seed)
+    return {
+        "env_id": env_id,
+        "task": card.id,
+        "T": env.max_exchanges,
+        "baselines": list(baselines),
+        "counts": {**counts, "validated": len(rows)},
+        "reference_modes": {side: ref.modes(p) for side, p in predictions.items()},
+        "cells": cells,
+        "dialogues": rows,
+    }
+
+
+def _column(rows: Sequence[Mapping[str, Any]], path: str) -> list[Any]:
+    values = []
+    for row in rows:
+        value: Any = row
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        values.append(value)
+    return values
+
+
+def _num(values: Sequence[Any]) -> np.ndarray:
+    return np.array([math.nan if v is None else float(v) for v in values])
+
+
+def _cell(
+    statistic: Callable[..., float],
+    rows: Sequence[Mapping[str, Any]],
+    x: str,
+    y: str,
+    n_resamples: int,
+    seed: int,
+) -> Cell:
+    xs, ys = _num(_column(rows, x)), _num(_column(rows, y))
+    keep = ~np.isnan(xs) & ~np.isnan(ys)
+    return bootstrap_cell(statistic, xs[keep], ys[keep], n_resamples=n_resamples, seed=seed)
+
+
+def _accuracy(predicted: np.ndarray, real: np.ndarray) -> float:
+    return mean(predicted == real)
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> float:
+    return mean(a - b)
+
+
+def _first(x: np.ndarray, _y: np.ndarray) -> float:
+    return mean(x)
+
+
+def _cells(
+    task: str, env_id: str, rows: Sequence[Mapping[str, Any]], n_resamples: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Every reported figure with its reference and target (see the module docstring)."""
+    targets = TARGETS.get(task, {})
+    soft = "soft" in env_id.lower().split("-")
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(
+        name: str,
+        sim: Cell,
+        reference: Cell | None = None,
+        target: str | None = None,
+        met: bool | None = None,
+    ) -> None:
+        out[name] = {
+            "sim": sim.to_dict(),
+            "reference": None if reference is None else reference.to_dict(),
+            "target": target,
+            "met": met,
+        }
+
+    def auc_target(cell: Cell, key: str) -> tuple[str | None, bool | None]:
+        if key not in targets or math.isnan(cell.value):
+            return (f">= {targets[key]:.2f}" if key in targets else None), None
+        value = targets[key]
+        low_ok = math.isnan(cell.low) or cell.low > 0.5
+        return f">= {value:.2f}, CI > 0.5", bool(cell.value >= value and low_ok)
+
+    # -- human replay: simulated signals → the real outcome -----------------------------------
+    real = "real_success"
+    for label, path in (
+        ("sim success", "replay.success"),
+        ("final s", "replay.s"),
+        ("final willingness", "replay.willingness"),
+    ):
+        sim = _cell(lambda s, y: auc(s, y.astype(bool)), rows, path, real, n_resamples, seed)
+        if sim.n == 0:
+            continue
+        with_ref = [r for r in rows if _column([r], path)[0] is not None]
+        reference = _cell(
+            lambda s, y: auc(s, y.astype(bool)),
+            with_ref,
+            "reference_replay",
+            real,
+            n_resamples,
+            seed,
+        )
+        target, met = auc_target(sim, "replay_auc")
+        add(f"replay AUC: {label} -> real success", sim, reference, target, met)
+    for label, path in (("final s", "replay.s"), ("sim success", "replay.success")):
+        sim = _cell(spearman, rows, path, "real_amount", n_resamples, seed)
+        if sim.n == 0:
+            continue
+        with_ref = [r for r in rows if r.get("real_amount") is not None]
+        reference = _cell(spearman, with_ref, "reference_replay", "real_amount", n_resamples, seed)
+        target = met = None
+        if "replay_rho" in targets and not math.isnan(sim.value):
+            target, met = (
+                f">= {targets['replay_rho']:.2f}",
+                bool(sim.value >= targets["replay_rho"]),
+            )
+        add(f"replay rho: {label} ~ real amount", sim, reference, target, met)
+    sim = _cell(spearman, rows, "replay.utility", "real_amount", n_resamples, seed)
+    if sim.n >= 3:
+        add("replay rho: sim deal utility ~ real utility", sim)
+
+    # -- success rates on the same pinned users -------------------------------------------------
+    real_rate = _cell(_first, rows, real, real, n_resamples, seed)
+    human = _cell(_first, rows, "replay.success", "replay.success", n_resamples, seed)
+    target = met = None
+    if soft:
+        target = f"within {SOFT_SR_TOLERANCE:.2f} of real {real_rate.value:.2f}"
+        met = bool(abs(human.value - real_rate.value) <= SOFT_SR_TOLERANCE + 1e-9)
+    add("SR@T real people (the data)", real_rate)
+    add("SR@T human replay", human, None, target, met)
+    for name in rows[0]["baselines"]:
+        path = f"baselines.{name}.success"
+        add(f"SR@T {name}", _cell(_first, rows, path, path, n_resamples, seed))
+        diff = _cell(_difference, rows, "replay.success", path, n_resamples, seed)
+        if name == "random":
+            add("SR@T human replay - random", diff, None, "> 0", bool(diff.value > 0))
+        else:
+            add(f"SR@T human replay - {name}", diff)
+
+    # -- judges on full real transcripts --------------------------------------------------------
+    if "full" in rows[0]:
+        with_ref = [r for r in rows if r.get("reference_user") is not None]
+        ref_auc = _cell(
+            lambda s, y: auc(s, y.astype(bool)), with_ref, "reference_user", real, n_resamples, seed
+        )
+        agreement = _cell(_accuracy, rows, "full.success", real, n_resamples, seed)
+        add("judge on real transcripts: agreement (accuracy)", agreement)
+        for label, path in (("judged success", "full.success"), ("best score", "full.max_score")):
+            sim = _cell(lambda s, y: auc(s, y.astype(bool)), rows, path, real, n_resamples, seed)
+            target, met = auc_target(sim, "judge_auc")
+            add(
+                f"judge on real transcripts: AUC {label} -> real success", sim, ref_auc, target, met
+            )
+        sim = _cell(spearman, rows, "full.utility", "real_amount", n_resamples, seed)
+        if sim.n >= 3:
+            add("judge on real transcripts: rho judged utility ~ real utility", sim)
+    return out
+
+
+def validate(
+    env_id: str,
+    data: str | Path | None = None,
+    *,
+    split: str | Sequence[str] = "test",
+    limit: int | None = None,
+    backend: str | Any = None,
+    backend_options: Mapping[str, Any] | None = None,
+    backend_cache: str | Path | None = None,
+    cache_mode: str = "rw",
+    judges: str | None = None,
+    user: str | None = None,
+    realizer: str | None = None,
+    encoder: str | None = None,
+    baselines: Sequence[str] = ("scripted", "random"),
+    seed: int = 0,
+    n_resamples: int = 2000,
+    judge_transcripts: bool = True,
+    progress: Progress | None = _stderr,
+) -> dict[str, Any]:
+    """Loads the held-out split(s) of the env's corpus and runs :func:`validate_dialogues`.
+
+    Args:
+        env_id: A registered env whose task has a corpus (P4G, ESConv, ED, CB).
+        data: The data root or corpus folder (default: ``$DIALOGUE_GYM_DATA``).
+        split: Held-out split(s): ``"test"``, ``"valid,test"``; ``"failed"`` adds ESConv's
+            ``FailedESConv.json``. Never ``train``.
+        limit: Validate N held-out dialogues only: the first N by a hash of their id (a
+            deterministic sample that keeps the splits mixed), in loader order.
+        backend: LLM backend spec or object for LLM judges / user / realizer. Given without
+            ``judges``, ``user`` or ``realizer``, the judges are the LLM's.
+        backend_options: Keyword arguments of the backend (``base_url``, ``api_key_env`` ...).
+        backend_cache: Record/replay cache file of the backend's calls.
+        cache_mode: ``"rw"``, ``"replay"`` or ``"off"``.
+        judges: ``"embedded"`` or ``"llm"``.
+        user: User override, e.g. ``"llm-hard"`` (default: the env's preset).
+        realizer: ``"template"`` or ``"llm"``.
+        encoder: Encoder name (default: the env's, MiniLM).
+        baselines: Agents played on the same pinned users.
+        seed: Seed of episode 0.
+        n_resamples: Bootstrap resamples.
+        judge_transcripts: Judge the full real transcripts too.
+        progress: Progress callback (``None``: silent).
+
+    Returns:
+        See :func:`validate_dialogues`; adds ``splits``, ``data`` and the env options used.
+
+    Raises:
+        ValueError: Bad arguments, or no usable dialogue.
+        DataNotFoundError: The corpus files are missing.
+    """
+    from dialogue_gym.registry import spec as env_spec
+
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {limit}")
+    splits = parse_splits(split)
+    task = env_spec(env_id).id.split("-")[0]
+    corpus = CORPORA.get(task)
+    if corpus is None:
+        raise ValueError(
+            f"{env_id}: task {task!r} has no corpus; corpora exist for {sorted(CORPORA)}"
+        )
+    held_out = load_held_out(corpus, data, splits)
+    if limit is not None and limit < len(held_out):
+        # A sample by id hash, not the first N: the splits (e.g. ESConv's improved HF files
+        # and its failed ones) stay mixed.
+        chosen = set(sorted((d.id for d in held_out), key=_hash_key)[:limit])
+        held_out = [d for d in held_out if d.id in chosen]
+    train = load_train(corpus, data)
+    options: dict[str, Any] = {}
+    if encoder is not None:
+        options["encoder"] = encoder
+    if user is not None:
+        options["user"] = user
+    if realizer is not None:
+        options["realizer"] = realizer
+    if judges is not None:
+        options["judges"] = judges
+    built = None
+    if backend is not None:
+        from dialogue_gym.backends import make_backend
+
+        if not ({"judges", "user", "realizer"} & set(options)):
+            options["judges"] = "llm"
+        if isinstance(backend, str):
+            built = make_backend(
+                backend, cache=backend_cache, cache_mode=cache_mode, **dict(backend_options or {})
+            )
+        options["backend"] = built if built is not None else backend
+    try:
+        result = validate_dialogues(
+            env_id,
+            held_out,
+            train,
+            env_options=options,
+            baselines=baselines,
+            seed=seed,
+            n_resamples=n_resamples,
+            judge_transcripts=judge_transcripts,
+            progress=progress,
+        )
+    finally:
+        if built is not None and callable(getattr(built, "close", None)):
+            built.close()
+    shown = {k: (v if isinstance(v, str) else type(v).__name__) for k, v in options.items()}
+    if isinstance(backend, str):
+        shown["backend"] = backend
+    return {
+        **result,
+        "splits": list(splits),
+        "data": None if data is None else str(data),
+        "env_options": shown,
+    }
+
+
+def format_report(result: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
+    """Prints one validity result as a table: figure | simulator | text-only reference | target."""
+    counts = result["counts"]
+    modes = result.get("reference_modes", {})
+    print(
+        f"== {result['env_id']} (T={result['T']}; splits {','.join(result.get('splits', []))}; "
+        f"{counts['validated']} validated of {counts['held_out']} held out: "
+        f"{counts['no_outcome']} without outcome, {counts['no_system_turns']} without system "
+        f"turns, {counts['no_user']} without a buildable user) ==",
+        file=out,
+    )
+    print(
+        f"   text-only reference: replay cells ← replayed system turns ({modes.get('system')}); "
+        f"judge cells ← all real user turns ({modes.get('user')})",
+        file=out,
+    )
+    width = max(len(name) for name in result["cells"]) + 2
+    header = f"{'figure':<{width}}{'simulator':<30}{'text-only reference':<30}target"
+    print(header, file=out)
+    for name, cell in result["cells"].items():
+        sim = Cell(**_nan(cell["sim"]))
+        reference = "" if cell["reference"] is None else Cell(**_nan(cell["reference"])).format()
+        target = cell.get("target") or ""
+        if cell.get("met") is not None:
+            target += " MET" if cell["met"] else " MISSED"
+        print(f"{name:<{width}}{sim.format():<30}{reference:<30}{target}", file=out)
+
+
+def _nan(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (math.nan if v is None and k != "n" else v) for k, v in d.items()}

@@ -62,17 +62,9 @@ class Cell:
 def ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Ranks starting at 1, ties sharing their average rank."""
     x = np.asarray(values, dtype=float)
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    result = np.empty(len(x), dtype=float)
-    start = 0
-    while start < len(x):
-        end = start
-        while end + 1 < len(x) and sorted_x[end + 1] == sorted_x[start]:
-            end += 1
-        result[order[start : end + 1]] = (start + end) / 2 + 1
-        start = end + 1
-    return result
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)  # the rank of each distinct value's last copy
+    return (upper - (counts - 1) / 2)[inverse.reshape(-1)]
 
 
 def auc(scores: Sequence[float] | np.ndarray, labels: Sequence[bool] | np.ndarray) -> float:

@@ -14,7 +14,10 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # env.py imports the whole simulator; make() loads it through the entry point
+    from dialogue_gym.env import DialogueEnv
 
 _ID = re.compile(r"^(?P<name>[A-Za-z0-9][\w.]*(?:-[A-Za-z][\w.]*)*?)(?:-v(?P<version>\d+))?$")
 
@@ -77,15 +80,23 @@ def register(
     description: str = "",
     **kwargs: Any,
 ) -> EnvSpec:
-    """Registers an environment under ``id``.
+    """Registers an environment under ``id``, and its Gymnasium views.
+
+    The views are ``dialogue_gym/<id>`` (the system seat, text) and
+    ``dialogue_gym/<Task-user>-Strategy-vN`` (strategy actions); see
+    :mod:`dialogue_gym.gym_views`.
 
     Raises:
         RegistryError: ``id`` is already registered.
     """
     if id in registry:
         raise RegistryError(f"env id {id!r} is already registered")
-    registry[id] = EnvSpec(id=id, entry_point=entry_point, kwargs=kwargs, description=description)
-    return registry[id]
+    env_spec = EnvSpec(id=id, entry_point=entry_point, kwargs=kwargs, description=description)
+    registry[id] = env_spec
+    from dialogue_gym.gym_views import register_views  # gymnasium's registry only
+
+    register_views([env_spec])
+    return env_spec
 
 
 def spec(env_id: str) -> EnvSpec:
@@ -116,8 +127,11 @@ def _load(entry_point: str | Callable[..., Any]) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
-def make(env_id: str, **overrides: Any) -> Any:
+def make(env_id: str, **overrides: Any) -> DialogueEnv:
     """Builds the environment ``env_id`` with ``overrides`` merged into its spec's kwargs.
+
+    An entry point returns a :class:`~dialogue_gym.DialogueEnv` (or a subclass); ``make`` sets
+    its ``spec``.
 
     Example:
         >>> env = dialogue_gym.make("P4G-hard", encoder="hashing")  # doctest: +SKIP
@@ -129,7 +143,7 @@ def make(env_id: str, **overrides: Any) -> Any:
     env_spec = spec(env_id)
     factory = _load(env_spec.entry_point)
     try:
-        env = factory(**env_spec.resolved(**overrides))
+        env: DialogueEnv = factory(**env_spec.resolved(**overrides))
     except TypeError as exc:
         if "unexpected keyword" in str(exc):
             raise TypeError(f"make({env_spec.id!r}): {exc}") from exc

@@ -80,6 +80,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
 
 from dialogue_gym.backends.base import BaseBackend, Completion, SampleRequest, make_backend
 from dialogue_gym.env import SEATS, SYSTEM, DialogueEnv
@@ -101,6 +102,9 @@ __all__ = [
 ]
 
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
+
+# ``autoreset_mode`` → the value of Gymnasium's ``AutoresetMode`` (in the views' metadata).
+_GYMNASIUM_AUTORESET = {"next_step": "NextStep", "same_step": "SameStep", "disabled": "Disabled"}
 
 # Sub-env states: no running episode / running / ended in the last step (next_step autoreset).
 _IDLE, _LIVE, _ENDED = "idle", "live", "ended"
@@ -811,8 +815,15 @@ def _encodable(text: str) -> bool:
 # -- single-seat views -------------------------------------------------------------------------
 
 
-class _SeatViewBase(_VectorBase):
-    """A view whose sub-envs are single-agent Gymnasium envs over the vector env's sub-envs."""
+class _SeatViewBase(_VectorBase, VectorEnv):
+    """A view whose sub-envs are single-agent Gymnasium envs over the vector env's sub-envs.
+
+    A ``gymnasium.vector.VectorEnv`` (``gymnasium.make_vec`` builds these views): it has
+    Gymnasium's ``num_envs``, ``single_observation_space``/``single_action_space``, batched
+    ``observation_space``/``action_space``, ``metadata["autoreset_mode"]`` (an
+    ``AutoresetMode``), ``np_random`` and ``close``. One difference: ``infos`` is a list with
+    one dict per sub-env (what each sub-env returned), not Gymnasium's dict of arrays.
+    """
 
     def __init__(
         self, vec: VectorDialogueEnv, slots: Sequence[Any], autoreset_mode: str | None
@@ -821,11 +832,20 @@ class _SeatViewBase(_VectorBase):
         self.slots = list(slots)
         self._init_base(vec.num_envs, autoreset_mode or vec.autoreset_mode, vec._runner)
         self._threaded = vec._threaded
-        self.metadata = {**vec.metadata, "autoreset_mode": self.autoreset_mode}
+        self.metadata = {
+            **vec.metadata,
+            "autoreset_mode": AutoresetMode(_GYMNASIUM_AUTORESET[self.autoreset_mode]),
+        }
+        self.render_mode = getattr(self.slots[0], "render_mode", None)
 
-    def close(self) -> None:
+    def render(self) -> tuple[Any, ...] | None:
+        """Each sub-env's ``render()`` (``"ansi"``: the transcripts)."""
+        return tuple(slot.render() for slot in self.slots)
+
+    def close(self, **kwargs: Any) -> None:
         """Closes the underlying :class:`VectorDialogueEnv`."""
         self._closed = True
+        self.closed = True
         self.vec.close()
 
     def __enter__(self) -> _SeatViewBase:
@@ -893,6 +913,8 @@ class SingleAgentVectorEnv(_SeatViewBase):
     Attributes:
         single_observation_space: A sub-env's observation space of the seat.
         single_action_space: A sub-env's action space of the seat (text).
+        observation_space: ``Tuple`` of ``num_envs`` single observation spaces.
+        action_space: ``Tuple`` of ``num_envs`` single action spaces.
     """
 
     def __init__(
@@ -910,6 +932,9 @@ class SingleAgentVectorEnv(_SeatViewBase):
         self.seat = seat
         self.single_observation_space = slots[0].observation_space
         self.single_action_space = slots[0].action_space
+        # Observations and actions are per-sub-env sequences of the seat's (text) ones.
+        self.observation_space = spaces.Tuple([self.single_observation_space] * self.num_envs)
+        self.action_space = spaces.Tuple([self.single_action_space] * self.num_envs)
 
     def _check_action(self, i: int, action: Any) -> None:
         if isinstance(action, str):

@@ -1,6 +1,8 @@
+import gymnasium
 import pytest
 
 import dialogue_gym
+from dialogue_gym.gym_views import gymnasium_ids
 from dialogue_gym.registry import EnvSpec, RegistryError
 
 
@@ -12,6 +14,8 @@ def test_ids_and_latest_version_resolution():
         assert dialogue_gym.spec("P4G-hard").id == "P4G-hard-v7"
     finally:
         del dialogue_gym.registry["P4G-hard-v7"]
+        for gym_id in gymnasium_ids("P4G-hard-v7"):  # its Gymnasium views (gym_views)
+            del gymnasium.registry[gym_id]
 
 
 def test_unknown_id_names_closest():

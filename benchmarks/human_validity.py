@@ -101,24 +101,26 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     results: dict[str, dict[str, Any]] = {}
+
+    def show(env_id: str, result: dict[str, Any]) -> None:
+        # Each env is printed (and written) as soon as it is done.
+        results[env_id] = result
+        print()
+        format_report(result)
+        print(f"   ({result['seconds']} s)", flush=True)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"{env_id}.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+
     if args.workers > 1:
         with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
             futures = {pool.submit(run_env, env_id, args): env_id for env_id in args.envs}
             for future in concurrent.futures.as_completed(futures):
-                results[futures[future]] = future.result()
+                show(futures[future], future.result())
     else:
         for env_id in args.envs:
-            results[env_id] = run_env(env_id, args)
-    missed = 0
-    for env_id in args.envs:
-        result = results[env_id]
-        print()
-        format_report(result)
-        print(f"   ({result['seconds']} s)")
-        missed += sum(cell["met"] is False for cell in result["cells"].values())
-        if args.out is not None:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"{env_id}.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+            show(env_id, run_env(env_id, args))
+    missed = sum(cell["met"] is False for r in results.values() for cell in r["cells"].values())
     met = sum(cell["met"] is True for r in results.values() for cell in r["cells"].values())
     print(f"\ntargets: {met} met, {missed} missed (misses are expected before calibration)")
     return 0

@@ -41,8 +41,12 @@ with the error and the partial transcript; left out of every rate) and the evalu
 so raise rather than return something made up (an LLM agent raises when its backend fails).
 
 **Building.** Agents are built by a *factory* — usually the class itself — called as
-``factory(card=<TaskCard>, **agent_kwargs)``: once per (agent, env) pair, and once per worker
-thread with ``concurrency > 1`` (so an agent instance is only ever used by one thread).
+``factory(card=<TaskCard>, **agent_kwargs)`` if it accepts ``card`` (a ``card`` parameter or
+``**kwargs``), else ``factory(**agent_kwargs)``: once per (agent, env) pair, and once per
+worker thread with ``concurrency > 1`` (so an agent instance is only ever used by one thread).
+A plain ``class MyAgent`` with only ``act`` is a factory too. :func:`dialogue_gym.evaluate`
+also takes the factory itself, or a ready agent object (played as it is, one episode at a
+time).
 
 Example (a complete third-party agent)::
 
@@ -83,13 +87,14 @@ third parties, in this order:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -102,11 +107,17 @@ __all__ = [
     "Action",
     "Agent",
     "AgentResolutionError",
+    "AgentSource",
+    "AgentSpec",
     "AsyncAgent",
     "BatchAgent",
     "Observation",
+    "accepts_card",
     "agent_factory",
+    "agent_sources",
     "available_agents",
+    "build_agent",
+    "close_agent",
     "make_agent",
     "parse_agent_option",
 ]
@@ -239,29 +250,177 @@ def _names_parameter(factory: Any, parameter: str) -> bool:
     return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)
 
 
-def make_agent(name: str, card: TaskCard, **kwargs: Any) -> Agent:
-    """Resolves ``name`` and builds the agent for ``card``: ``factory(card=card, **kwargs)``.
+def accepts_card(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` takes the ``card`` keyword (a ``card`` parameter or ``**kwargs``).
 
-    ``base_url`` is the endpoint of ``openai:`` agents. So that one set of keyword arguments
-    can serve a mixed list of agents (``dialogue-gym eval --agent openai:M --agent scripted
-    --base-url URL``), any other agent receives ``base_url`` only when its factory names a
-    ``base_url`` parameter. Every other keyword goes to every agent.
+    A factory whose signature cannot be read (some builtins) is assumed to take it.
+    """
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "card" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        for p in parameters
+    )
+
+
+def build_agent(
+    factory: Callable[..., Any],
+    card: TaskCard | None,
+    options: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+) -> Agent:
+    """Calls ``factory`` for ``card``: with ``card=card`` only if it accepts it.
+
+    So both ``class Polite: def __init__(self, card)`` and a plain ``class MyAgent: def
+    act(self, observation)`` are factories. ``base_url`` goes only to a factory that names
+    it (and to ``openai:`` agents; see :func:`make_agent`).
+
+    Args:
+        factory: A class or callable returning the agent.
+        card: The env's task card.
+        options: The agent options (keyword arguments of the factory).
+        name: The agent's name, for messages (default: the factory's).
+
+    Raises:
+        TypeError: The built object has no ``act`` method (or the factory rejects a keyword).
+    """
+    label = name if name is not None else getattr(factory, "__qualname__", repr(factory))
+    kwargs = dict(options or {})
+    if (
+        "base_url" in kwargs
+        and not label.startswith(OPENAI_PREFIX)
+        and not _names_parameter(factory, "base_url")
+    ):
+        kwargs = {key: value for key, value in kwargs.items() if key != "base_url"}
+    agent = factory(card=card, **kwargs) if accepts_card(factory) else factory(**kwargs)
+    if not callable(getattr(agent, "act", None)):
+        raise TypeError(f"agent {label!r} built a {type(agent).__name__} without an act() method")
+    return agent
+
+
+def make_agent(name: str, card: TaskCard | None, **kwargs: Any) -> Agent:
+    """Resolves ``name`` and builds the agent for ``card`` (:func:`build_agent`).
+
+    The factory gets ``card=card`` when it accepts a ``card`` keyword. ``base_url`` is the
+    endpoint of ``openai:`` agents. So that one set of keyword arguments can serve a mixed
+    list of agents (``dialogue-gym eval --agent openai:M --agent scripted --base-url URL``),
+    any other agent receives ``base_url`` only when its factory names a ``base_url``
+    parameter. Every other keyword goes to every agent.
 
     Raises:
         AgentResolutionError: Unknown name.
         TypeError: The built object has no ``act`` method (or the factory rejects a keyword).
     """
-    factory = agent_factory(name)
-    if (
-        "base_url" in kwargs
-        and not name.startswith(OPENAI_PREFIX)
-        and not _names_parameter(factory, "base_url")
-    ):
-        kwargs = {key: value for key, value in kwargs.items() if key != "base_url"}
-    agent = factory(card=card, **kwargs)
-    if not callable(getattr(agent, "act", None)):
-        raise TypeError(f"agent {name!r} built a {type(agent).__name__} without an act() method")
-    return agent
+    return build_agent(agent_factory(name), card, kwargs, name=name)
+
+
+def close_agent(agent: Any) -> None:
+    """Releases what an agent holds (an LLM agent's backend), when it can be closed."""
+    if callable(getattr(agent, "close", None)):
+        agent.close()
+
+
+AgentSpec = str | Callable[..., Any] | Agent
+"""What :func:`dialogue_gym.evaluate` takes for an agent: a name, a class or factory, or an
+agent object."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSource:
+    """One agent of an evaluation: how it is built, and the name its records carry.
+
+    Built by :func:`agent_sources` from what :func:`dialogue_gym.evaluate` was given.
+
+    Attributes:
+        label: The ``agent`` field of its records (the name, or ``module:Class``).
+        factory: Builds an agent (``None`` for an agent object).
+        instance: The caller's agent object, played as it is (never closed here).
+        name: A name a Ray worker can resolve (``None`` when there is none).
+    """
+
+    label: str
+    factory: Callable[..., Any] | None = None
+    instance: Any = None
+    name: str | None = None
+
+    def build(self, card: Any, options: Mapping[str, Any]) -> Agent:
+        """A fresh agent for ``card`` (the instance itself for an agent object)."""
+        if self.factory is None:
+            return self.instance  # type: ignore[no-any-return]  # checked to have act()
+        return build_agent(self.factory, card, options, name=self.label)
+
+    def release(self, agent: Any) -> None:
+        """Closes an agent built here (the caller's object stays open)."""
+        if agent is not self.instance:
+            close_agent(agent)
+
+
+def _qualified(obj: Any) -> str:
+    """``module:qualname`` of a class or function (just the qualname outside a module)."""
+    obj = getattr(obj, "func", obj)  # functools.partial
+    qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    module = getattr(obj, "__module__", None) or ""
+    if not module or module == "__main__" or module.startswith("_dialogue_gym_agent_"):
+        return str(qualname)
+    return f"{module}:{qualname}"
+
+
+def _resolvable(label: str, obj: Any) -> str | None:
+    """``label`` if :func:`agent_factory` resolves it to ``obj`` (a Ray worker can build it)."""
+    try:
+        return label if agent_factory(label) is obj else None
+    except Exception:  # not importable by that name: fine locally, refused for Ray
+        return None
+
+
+def _is_agent_list(agents: Any) -> bool:
+    if isinstance(agents, (str, bytes, type)) or callable(getattr(agents, "act", None)):
+        return False
+    return isinstance(agents, Sequence) or (not callable(agents) and hasattr(agents, "__iter__"))
+
+
+def agent_sources(agents: AgentSpec | Sequence[AgentSpec]) -> list[AgentSource]:
+    """Resolves names, classes, factories and agent objects, dropping repeats.
+
+    Names are resolved here (an unknown one fails before anything runs). A class or factory
+    is labelled ``module:Class``; an agent object by its class.
+
+    Raises:
+        ValueError: No agent, an empty name, or two different agents with the same label.
+        TypeError: Something that is neither a name, a callable nor an object with ``act``.
+        AgentResolutionError: An unknown name.
+    """
+    given = list(agents) if _is_agent_list(agents) else [agents]
+    if not given:
+        raise ValueError("at least one agent is required")
+    sources: dict[str, AgentSource] = {}
+    for agent in given:
+        if isinstance(agent, str):
+            if not agent:
+                raise ValueError(f"agent names must be non-empty strings, got {agent!r}")
+            source = AgentSource(agent, factory=agent_factory(agent), name=agent)
+        elif not isinstance(agent, type) and callable(getattr(agent, "act", None)):
+            source = AgentSource(_qualified(type(agent)), instance=agent)
+        elif callable(agent):
+            label = _qualified(agent)
+            source = AgentSource(label, factory=agent, name=_resolvable(label, agent))
+        else:
+            raise TypeError(
+                "an agent is a name, a class or factory, or an object with an act() method; "
+                f"got {agent!r}"
+            )
+        kept = sources.get(source.label)
+        if kept is not None and (kept.factory, kept.instance) != (source.factory, source.instance):
+            raise ValueError(
+                f"two different agents are both named {source.label!r} in the results: "
+                "evaluate them in separate calls (or out folders)"
+            )
+        sources.setdefault(source.label, source)
+    return list(sources.values())
 
 
 def parse_agent_option(text: str) -> tuple[str, Any]:

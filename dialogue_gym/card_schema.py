@@ -296,7 +296,7 @@ def exchange_budget(value: Any, name: str = "max_exchanges") -> int:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Integral)
-        or not 1 <= value <= MAX_EXCHANGES
+        or not 1 <= int(value) <= MAX_EXCHANGES
     ):
         raise ValueError(
             f"{name} must be a whole number in [1, {MAX_EXCHANGES}] (or None for the card's "

@@ -501,7 +501,7 @@ def check_env_id(
     check_parallel_env(
         env_fn, seat_modes=seat_modes, num_cycles=num_cycles, seed=seed, strict=strict, name=env_id
     )
-    options = {"seed": seed, "max_steps": num_cycles, "strict": strict}
+    options: dict[str, Any] = {"seed": seed, "max_steps": num_cycles, "strict": strict}
 
     def build(mode: str) -> ParallelEnv:
         with _check(f"[{env_id} | seats={mode}] building the env", strict):

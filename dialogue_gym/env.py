@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -43,6 +43,9 @@ from dialogue_gym.threads import apply_threads
 from dialogue_gym.users import build_user
 from dialogue_gym.users.base import UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import UserPreset
+
+if TYPE_CHECKING:  # the LLM stack loads only when an env uses it
+    from dialogue_gym.backends.base import Backend
 
 SYSTEM, USER = "system", "user"
 # Task id → the corpus its real episodes come from (``data=``).
@@ -183,7 +186,7 @@ class DialogueEnv(ParallelEnv):
         needs_llm = judges == "llm" or realizer == "llm" or str(user).startswith("llm-")
         if needs_llm and backend is None:
             raise ValueError("LLM components need backend=<spec or object>, e.g. 'openai:MODEL'")
-        self.backend = (
+        self.backend: Backend | None = (
             _make_backend(backend, backend_cache, cache_mode, backend_options or {})
             if needs_llm
             else None
@@ -198,14 +201,15 @@ class DialogueEnv(ParallelEnv):
         self.privileged = privileged
         self.student = student
         self.teacher = teacher or OracleTeacher()
-        if judges == "llm" and success_judge is None:
-            from dialogue_gym.judges.llm import LLMSuccessJudge
+        if judges == "llm" and self.backend is not None:  # needs_llm: it was built above
+            if success_judge is None:
+                from dialogue_gym.judges.llm import LLMSuccessJudge
 
-            success_judge = LLMSuccessJudge(self.card, self.backend)
-        if judges == "llm" and rationality_judge is None:
-            from dialogue_gym.judges.llm import LLMRationalityJudge
+                success_judge = LLMSuccessJudge(self.card, self.backend)
+            if rationality_judge is None:
+                from dialogue_gym.judges.llm import LLMRationalityJudge
 
-            rationality_judge = LLMRationalityJudge(self.card, self.backend)
+                rationality_judge = LLMRationalityJudge(self.card, self.backend)
         self.success_judge = _build(success_judge, self.card, default_success_judge)
         self.rationality_judge = _build(rationality_judge, self.card, StateRationalityJudge)
         self.max_utterance_chars = max_utterance_chars
@@ -374,8 +378,9 @@ class DialogueEnv(ParallelEnv):
 
         A backend object passed in belongs to the caller and stays open.
         """
-        if getattr(self, "_owns_backend", False) and callable(getattr(self.backend, "close", None)):
-            self.backend.close()
+        close = getattr(self.backend, "close", None)  # not part of the Backend protocol
+        if getattr(self, "_owns_backend", False) and callable(close):
+            close()
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -435,7 +440,7 @@ class DialogueEnv(ParallelEnv):
             raise ValueError(
                 f"task {self.card.id!r} has no corpus; corpora exist for {sorted(CORPORA)}"
             )
-        path = None if data is True else Path(data)  # True: $DIALOGUE_GYM_DATA
+        path = Path(data) if isinstance(data, (str, Path)) else None  # True: $DIALOGUE_GYM_DATA
         seeds = seeds_from(load_corpus(corpus, path, split=split), self.card.goal, h0_turns)
         openings = {
             f"{seed.corpus}:{seed.dialogue_id}": tuple((t.role, t.text) for t in seed.h0 if t.text)

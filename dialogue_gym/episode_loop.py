@@ -98,8 +98,9 @@ class Episode:
         self.traceback: str | None = None
         self.episode: dict[str, Any] | None = None
         try:
-            if callable(getattr(agent, "reset", None)):
-                agent.reset(seed=seed)
+            reset = getattr(agent, "reset", None)  # optional (the Agent protocol needs act only)
+            if callable(reset):
+                reset(seed=seed)
         except Exception as exc:  # any agent failure is recorded, never fatal
             self.fail("agent", exc)
 
@@ -184,9 +185,10 @@ class Episode:
         sl = metrics.sl_from_steps(steps)
         if sl is not None:
             record["sl"] = sl
-        if callable(getattr(self.agent, "episode_info", None)):  # e.g. an LLM agent's fallbacks
+        episode_info = getattr(self.agent, "episode_info", None)
+        if callable(episode_info):  # e.g. an LLM agent's fallbacks
             try:
-                record["agent_info"] = self.agent.episode_info()
+                record["agent_info"] = episode_info()
             except Exception as exc:  # reporting must not lose the episode
                 record["agent_info"] = {"error": error_text(exc)}
         persona = getattr(getattr(getattr(base, "user", None), "persona", None), "id", None)
@@ -311,7 +313,9 @@ def usage_of(env: Any, agent: Any = None) -> dict[str, Any]:
         if isinstance(agent_usage, Mapping):
             usage.update(agent_usage)
     return {
-        name: dataclasses.asdict(u) if dataclasses.is_dataclass(u) else dict(u)
+        name: dataclasses.asdict(u)
+        if dataclasses.is_dataclass(u) and not isinstance(u, type)
+        else dict(u)
         for name, u in usage.items()
     }
 

@@ -696,7 +696,7 @@ def _optional_mean(records: Sequence[Record], key: str) -> float | None:
 
 def _sort_value(row: Mapping[str, Any], key: str, sign: float) -> float:
     value = row.get(key)
-    if _is_missing(value):
+    if value is None or _is_missing(value):
         return math.inf  # undefined values last
     return sign * float(value)
 

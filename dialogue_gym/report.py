@@ -46,11 +46,12 @@ import math
 import os
 import re
 import textwrap
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeGuard
 
 from dialogue_gym import metrics
 from dialogue_gym.argtypes import int_range
@@ -171,7 +172,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -766,6 +767,36 @@ def csv_table(
 # --------------------------------------------------------------------------------------------
 
 
+PLOTS_HINT = 'pip install "dialogue-gym[report]"'
+"""How to get the plots (matplotlib is the ``report`` extra)."""
+
+_said_no_plots = False
+
+
+def plots_available() -> bool:
+    """Whether matplotlib imports (the ``report`` extra).
+
+    The first time it does not, warns once that the report leaves out its plots (everything
+    else is written as usual).
+    """
+    global _said_no_plots
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        if not _said_no_plots:
+            _said_no_plots = True
+            warnings.warn(
+                f"matplotlib is not installed: the report leaves out its plots ({PLOTS_HINT})",
+                stacklevel=2,
+            )
+        return False
+    return True
+
+
+def _no_plot_html() -> str:
+    return f'<p class="muted">Plot left out: matplotlib is not installed ({_e(PLOTS_HINT)}).</p>'
+
+
 def _svg_image(figure: Any, alt: str, css_class: str = "plot") -> str:
     """The figure as an ``<img>`` holding an SVG data URI (self-contained, ids isolated)."""
     import matplotlib
@@ -792,7 +823,8 @@ def _plot_label(agent: str, width: int = 24) -> str:
 def _agent_colors(agents: Sequence[str]) -> dict[str, Any]:
     from matplotlib import colormaps
 
-    palette = colormaps["tab10"].colors
+    cmap = colormaps["tab10"]
+    palette = [cmap(i) for i in range(cmap.N)]
     return {agent: palette[i % len(palette)] for i, agent in enumerate(agents)}
 
 
@@ -820,15 +852,16 @@ def _bar_values(
     """Bar heights and asymmetric error bars from the CIs (undefined values: 0, no bar)."""
     heights, below, above = [], [], []
     for row in rows:
-        value, ci = row.get(key), row.get(f"{key}_ci") or (None, None)
-        if _missing(value):
+        value, (low, high) = row.get(key), row.get(f"{key}_ci") or (None, None)
+        if value is None or _missing(value):
             heights.append(0.0)
             below.append(0.0)
             above.append(0.0)
             continue
         heights.append(float(value))
-        below.append(0.0 if _missing(ci[0]) else max(0.0, float(value) - float(ci[0])))
-        above.append(0.0 if _missing(ci[1]) else max(0.0, float(ci[1]) - float(value)))
+        low_ok, high_ok = not (low is None or _missing(low)), not (high is None or _missing(high))
+        below.append(max(0.0, float(value) - float(low)) if low is not None and low_ok else 0.0)
+        above.append(max(0.0, float(high) - float(value)) if high is not None and high_ok else 0.0)
     return heights, [below, above]
 
 
@@ -840,13 +873,13 @@ def soft_hard_plot(rows: Sequence[Mapping[str, Any]]) -> str | None:
 
     Returns:
         An ``<img>`` element, or ``None`` when no agent was run on both the ``-soft`` and the
-        ``-hard`` env of a task.
+        ``-hard`` env of a task, or matplotlib is not installed (:func:`plots_available`).
     """
+    pairs = _soft_hard_pairs(rows)
+    if not pairs or not plots_available():
+        return None
     from matplotlib.figure import Figure
 
-    pairs = _soft_hard_pairs(rows)
-    if not pairs:
-        return None
     t = _t_label([row for pair in pairs for row in pair[2:]])
     figure = Figure(figsize=(max(6.0, 2.0 * len(pairs) + 1.5), 5.2), layout="constrained")
     axes = figure.subplots(2, 1, sharex=True)
@@ -854,10 +887,10 @@ def soft_hard_plot(rows: Sequence[Mapping[str, Any]]) -> str | None:
     width = 0.38
     for ax, key, title in zip(axes, ("sr", "rcsr"), (f"SR@{t}", f"RCSR@{t}"), strict=True):
         for offset, users, color, column in (
-            (-width / 2, "soft", "#9ecae1", 2),
-            (width / 2, "hard", "#2171b5", 3),
+            (-width / 2, "soft", "#9ecae1", 0),
+            (width / 2, "hard", "#2171b5", 1),
         ):
-            chosen = [pair[column] for pair in pairs]
+            chosen = [pair[2:][column] for pair in pairs]  # the soft or the hard row
             heights, errors = _bar_values(chosen, key)
             bars = ax.bar(
                 [p + offset for p in positions],
@@ -890,13 +923,14 @@ def curves_plot(rows: Sequence[Mapping[str, Any]]) -> str | None:
         rows: :func:`summary_rows` of one run.
 
     Returns:
-        An ``<img>`` element, or ``None`` when there are no rows.
+        An ``<img>`` element, or ``None`` when there are no rows or matplotlib is not
+        installed (:func:`plots_available`).
     """
+    if not rows or not plots_available():
+        return None
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    if not rows:
-        return None
     env_ids = list(dict.fromkeys(row["env_id"] for row in rows))
     colors = _agent_colors(list(dict.fromkeys(row["agent"] for row in rows)))
     columns = min(3, len(env_ids))
@@ -1412,18 +1446,27 @@ def _run_section(
         )
     parts.append(_config_html(run, rows))
     parts.append("<h3>Soft vs hard users</h3>")
-    bars = soft_hard_plot(rows)
-    parts.append(
-        f"<figure>{bars}<figcaption>Light: soft (over-compliant) users; dark: hard users. "
-        "Whiskers: 95% CIs. A large drop from soft to hard, or from SR to RCSR, means the agent "
-        "wins over users who give in rather than users it convinced.</figcaption></figure>"
-        if bars
-        else '<p class="muted">No agent was evaluated on both the <code>-soft</code> and the '
-        "<code>-hard</code> env of a task.</p>"
-    )
+    plotting = plots_available()
+    bars = soft_hard_plot(rows) if plotting else None
+    if bars:
+        parts.append(
+            f"<figure>{bars}<figcaption>Light: soft (over-compliant) users; dark: hard users. "
+            "Whiskers: 95% CIs. A large drop from soft to hard, or from SR to RCSR, means the "
+            "agent wins over users who give in rather than users it convinced.</figcaption>"
+            "</figure>"
+        )
+    elif not plotting:
+        parts.append(_no_plot_html())
+    else:
+        parts.append(
+            '<p class="muted">No agent was evaluated on both the <code>-soft</code> and the '
+            "<code>-hard</code> env of a task.</p>"
+        )
     parts.append("<h3>RCSR@t curves</h3>")
-    curves = curves_plot(rows)
-    if curves:
+    curves = curves_plot(rows) if plotting else None
+    if not plotting:
+        parts.append(_no_plot_html())
+    elif curves:
         parts.append(
             f"<figure>{curves}<figcaption>RCSR@t (solid) and SR@t (dashed) for t = 1..T per "
             "env id; one colour per agent.</figcaption></figure>"

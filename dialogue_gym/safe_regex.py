@@ -29,9 +29,12 @@ import re
 import string
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-if sys.version_info >= (3, 11):
+if TYPE_CHECKING:  # typeshed stubs these under their public (pre-3.11) names only
+    import sre_constants
+    import sre_parse
+elif sys.version_info >= (3, 11):
     from re import _constants as sre_constants
     from re import _parser as sre_parse
 else:  # pragma: no cover - exercised on 3.10 only
@@ -358,7 +361,7 @@ def _verdict(pattern: str, flags: int) -> str | None:
     except (re.error, OverflowError, RecursionError) as exc:
         return f"invalid regex: {exc}"
     try:
-        _Analyzer(flags | parsed.state.flags).check(list(parsed))
+        _Analyzer(flags | parsed.state.flags).check(list(parsed.data))
     except UnsafeRegexError as exc:
         return str(exc)
     except RecursionError:

@@ -76,7 +76,8 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -360,9 +361,9 @@ class _Runner:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._num_envs, thread_name_prefix="dialogue_gym-vec")
         results = self.rounds.run(list(tasks.values()), self._pool)
-        for _, exc in results:
-            if exc is not None and not isinstance(exc, Exception):
-                raise exc  # KeyboardInterrupt, SystemExit: not a sub-env failure
+        for _, error in results:
+            if error is not None and not isinstance(error, Exception):
+                raise error  # KeyboardInterrupt, SystemExit: not a sub-env failure
         return dict(zip(tasks, results, strict=True))
 
     def close(self) -> None:
@@ -456,7 +457,10 @@ class _VectorBase:
             SubEnvError: Some sub-envs raised (the others were reset).
         """
         self._check_open()
-        if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
+        if isinstance(seed, bool):
+            raise TypeError(f"reset(seed=...) takes an int or one seed per sub-env, got {seed!r}")
+        seeds: list[int | None]
+        if seed is None or isinstance(seed, (int, np.integer)):
             seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
         else:
             seeds = list(seed)
@@ -642,7 +646,9 @@ class VectorDialogueEnv(_VectorBase):
         ValueError: No envs, or an unknown ``autoreset_mode``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"name": "dialogue_gym_vector_v0", "autoreset_mode": None}
+    metadata: Mapping[str, Any] = MappingProxyType(
+        {"name": "dialogue_gym_vector_v0", "autoreset_mode": None}
+    )
 
     def __init__(
         self,
@@ -659,7 +665,7 @@ class VectorDialogueEnv(_VectorBase):
         self._init_base(len(envs), autoreset_mode, _Runner(len(envs), rounds))
         self.envs = envs
         self.rounds = rounds
-        self._dialogue_envs = [getattr(env, "unwrapped", env) for env in envs]
+        self._dialogue_envs = [_innermost(env) for env in envs]
         self.encoder = getattr(self._dialogue_envs[0], "encoder", None)
         self.backend = getattr(self._dialogue_envs[0], "backend", None)
         if threaded is None:
@@ -795,6 +801,11 @@ class VectorDialogueEnv(_VectorBase):
         return tuple([list(column) for column in zip(*results, strict=True)])
 
 
+def _innermost(env: Any) -> DialogueEnv:
+    """The dialogue env under PettingZoo wrappers (``unwrapped``)."""
+    return getattr(env, "unwrapped", env)  # type: ignore[no-any-return]
+
+
 def _system_text(action: Any) -> str | None:
     """The system utterance inside a vector action, if there is one."""
     if isinstance(action, Mapping):
@@ -815,7 +826,9 @@ def _encodable(text: str) -> bool:
 # -- single-seat views -------------------------------------------------------------------------
 
 
-class _SeatViewBase(_VectorBase, VectorEnv):
+# The ignore below: reset/step give infos as a list (one dict per sub-env), not Gymnasium's
+# dict of arrays, so _VectorBase.reset's return type differs from VectorEnv's.
+class _SeatViewBase(_VectorBase, VectorEnv):  # type: ignore[misc]
     """A view whose sub-envs are single-agent Gymnasium envs over the vector env's sub-envs.
 
     A ``gymnasium.vector.VectorEnv`` (``gymnasium.make_vec`` builds these views): it has
@@ -992,6 +1005,9 @@ class StrategyVectorEnv(_SeatViewBase):
         feature_names: Names of the features (see ``StrategyActions``).
         strategy_names: The strategies, in action order.
     """
+
+    single_observation_space: spaces.Box
+    single_action_space: spaces.Discrete
 
     def __init__(
         self, vec: VectorDialogueEnv, autoreset_mode: str | None = None, **wrapper_kwargs: Any

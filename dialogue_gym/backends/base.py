@@ -448,7 +448,7 @@ class BaseBackend:
     def _items(
         requests: Sequence[tuple[Messages, GenerationParams]], n: int
     ) -> list[SampleRequest]:
-        items = []
+        items: list[SampleRequest] = []
         for messages, params in requests:
             if not isinstance(params, GenerationParams):
                 raise ValueError(f"params must be GenerationParams, got {type(params).__name__}")

@@ -180,7 +180,9 @@ class FakeBackend(BaseBackend):
             prompt_tokens * self.price_per_1k[0] + completion_tokens * self.price_per_1k[1]
         ) / 1000
         with self._lock:
-            self.calls_log.append(FakeCall(component, list(messages), params, index, text))
+            self.calls_log.append(
+                FakeCall(component, [dict(m) for m in messages], params, index, text)
+            )
         return Completion(
             text=text,
             model=self.name,

@@ -70,13 +70,13 @@ def _check_head(path: Path, head: bytes, what: str) -> int:
     Raises:
         CorpusError: The bytes start with a UTF-16/UTF-32 byte-order mark or are mostly NULs.
     """
-    for bom, name in (
+    for mark, name in (
         (codecs.BOM_UTF32_LE, "UTF-32"),
         (codecs.BOM_UTF32_BE, "UTF-32"),
         (codecs.BOM_UTF16_LE, "UTF-16"),
         (codecs.BOM_UTF16_BE, "UTF-16"),
     ):
-        if head.startswith(bom):
+        if head.startswith(mark):
             raise CorpusError(
                 path,
                 1,
@@ -240,13 +240,15 @@ def _decode_line(
     """
     if isinstance(raw, bytes):
         try:
-            raw = raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _not_utf8(path, number, raw, exc, "JSON Lines", offset) from None
-    if not raw.strip():
+    else:
+        text = raw
+    if not text.strip():
         return None
     try:
-        record = json.loads(raw)
+        record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CorpusError(
             path,
@@ -304,11 +306,11 @@ def iter_jsonl(
             if not raw:
                 break
             number += 1
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            line = line[:-1] if line.endswith(b"\r") else line
-            if len(line) > limit:
+            data = raw[:-1] if raw.endswith(b"\n") else raw
+            data = data[:-1] if data.endswith(b"\r") else data
+            if len(data) > limit:
                 raise CorpusError(path, number, _too_long(limit))
-            record = _decode_line(path, number, line, offset)
+            record = _decode_line(path, number, data, offset)
             offset += len(raw)
             if record is not None:
                 found = True

@@ -357,7 +357,7 @@ class TestServer:
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             if self._state.fault_fn is not None:
                 fn = self._state.fault_fn
-                fault = Fault.parse(fn(i, body) if _takes_two(fn) else fn(i))  # type: ignore[call-arg]
+                fault = Fault.parse(fn(i, body) if _takes_two(fn) else fn(i))
             else:
                 fault = self._state.faults.get(i, Fault())
             return fault, i

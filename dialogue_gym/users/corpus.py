@@ -76,7 +76,7 @@ def _p4g_layers(card: TaskCard, profile: Mapping[str, Any], base: Persona) -> di
         "warm": t("agreeable", 1, 5),
         "formal": t("conscientious", 1, 5),
     }
-    style = max((s for s in traits if s in styles), key=traits.get, default=base.style)
+    style = max((s for s in traits if s in styles), key=traits.__getitem__, default=base.style)
     age = profile.get("age.x", profile.get("age"))
     return {
         "concerns": concerns,

@@ -110,7 +110,7 @@ class RecordEpisodes(BaseParallelWrapper):
         """Steps the env; writes the episode's line when the step ends it."""
         observations, rewards, terminations, truncations, infos = self.env.step(actions)
         self._collect_fallbacks(infos)
-        first = next(iter(infos.values()), {})
+        first: Mapping[str, Any] = next(iter(infos.values()), {})
         if "success" in first:  # this step completed an exchange
             self._exchanges.append(self._exchange_entry(first, rewards))
         ended = not self.env.agents or all(
@@ -143,7 +143,7 @@ class RecordEpisodes(BaseParallelWrapper):
         if history is not None:
             return [{"speaker": str(role), "text": str(text)} for role, text in history]
         seats = list(self.env.possible_agents)
-        obs = next(iter(observations.values()), {})
+        obs: Mapping[str, Any] = next(iter(observations.values()), {})
         return [{"speaker": seats[t["speaker"]], "text": t["text"]} for t in obs.get("history", ())]
 
     def _write(self, observations: Mapping[str, Any], infos: Mapping[str, Any]) -> None:

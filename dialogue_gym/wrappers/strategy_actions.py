@@ -99,6 +99,9 @@ class StrategyActions(gym.Env):
         ValueError: The wrapped ``SingleAgent`` plays the user seat, or the card has no strategies.
     """
 
+    action_space: spaces.Discrete
+    observation_space: spaces.Box
+
     def __init__(
         self,
         env: ParallelEnv | SingleAgent,
@@ -126,7 +129,13 @@ class StrategyActions(gym.Env):
         self.realizer: Realizer = realizer if realizer is not None else TemplateRealizer(card)
         self.voice_threshold = float(voice_threshold)
         self.encoder: Encoder = encoder if encoder is not None else self._env_encoder()
-        exchange_space = single.observation_space["exchange"]
+        seat_space = single.observation_space
+        exchange_space = seat_space.get("exchange") if isinstance(seat_space, spaces.Dict) else None
+        if not isinstance(exchange_space, spaces.Discrete):
+            raise TypeError(
+                "StrategyActions needs a dialogue seat's observation space (a Dict with a "
+                f"Discrete 'exchange'), got {seat_space}"
+            )
         self.max_exchanges = int(
             getattr(single.par_env, "max_exchanges", None) or int(exchange_space.n) - 1
         )

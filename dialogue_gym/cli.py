@@ -248,7 +248,7 @@ def _fmt_kwargs(kwargs: Mapping[str, Any]) -> str:
 def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     env_spec = spec(args.env_id)
     env = make(env_spec.id, encoder=args.encoder)
-    base = getattr(env, "unwrapped", env)
+    base = env.unwrapped
     card = base.card
 
     def show(label: str, value: Any) -> None:
@@ -385,7 +385,8 @@ def _reveal(
         )
         print(f"  background: {persona.background}", file=out)
         print(f"  style: {persona.style}", file=out)
-    privileged = user.privileged() if callable(getattr(user, "privileged", None)) else {}
+    reveal = getattr(user, "privileged", None)
+    privileged = reveal() if callable(reveal) else {}
     if "preset" in privileged:
         print(f"  user preset: {privileged['preset']}", file=out)
     concerns = privileged.get("concerns", {})
@@ -440,12 +441,13 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     if args.encoder is not None:
         kwargs["encoder"] = args.encoder
     env = make(args.env_id, **kwargs)
-    base = getattr(env, "unwrapped", env)
+    base = env.unwrapped
     card = base.card
     T = int(getattr(base, "max_exchanges", card.max_exchanges))
     observations, _ = env.reset(seed=args.seed)
     state = getattr(getattr(base, "user", None), "state", None)
-    initial = state.to_dict() if hasattr(state, "to_dict") else None
+    to_dict = getattr(state, "to_dict", None)
+    initial = to_dict() if callable(to_dict) else None
     env_id = env.spec.id if getattr(env, "spec", None) else args.env_id
     print(f"{env_id}  (seed {args.seed})", file=out)
     print(f"You are the {card.system_role}; the user is a {card.user_role}.", file=out)

@@ -803,7 +803,7 @@ class VectorDialogueEnv(_VectorBase):
 
 def _innermost(env: Any) -> DialogueEnv:
     """The dialogue env under PettingZoo wrappers (``unwrapped``)."""
-    return getattr(env, "unwrapped", env)  # type: ignore[no-any-return]
+    return getattr(env, "unwrapped", env)
 
 
 def _system_text(action: Any) -> str | None:

@@ -528,8 +528,9 @@ def validate(
             progress=progress,
         )
     finally:
-        if built is not None and callable(getattr(built, "close", None)):
-            built.close()
+        close = getattr(built, "close", None)  # not part of the Backend protocol
+        if built is not None and callable(close):
+            close()
     shown = {k: (v if isinstance(v, str) else type(v).__name__) for k, v in options.items()}
     if isinstance(backend, str):
         shown["backend"] = backend

@@ -5,7 +5,9 @@
 * The paper's inclusive convention stays reachable (``DealJudge(card, inclusive=True)``).
 * SL (PPDPP's sale-to-list ratio) is in the per-episode records, ``summary.json``, the console
   table and the md/csv/HTML reports for CB, and absent for other tasks; CB rows rank by SL.
-* The embedded seller credits one argument per turn; stuffing several costs a little mood.
+* The embedded seller credits one argument per turn, with 1/k of its gain when the turn touches
+  k arguments (stuffing every reason in, or rotating two per turn); stuffing also costs a
+  little mood.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, evaluate
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym.prices import asking_price_in, format_price, offer_in
+from dialogue_gym.prices import asking_price_in, format_price, mask_prices, offer_in
 from dialogue_gym.report import csv_table, html_report, load_run, markdown_table
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
@@ -366,23 +368,66 @@ def test_two_arguments_in_one_turn_credit_only_one(seller_factory):
     assert sum(c["progress"] for c in concerns.values()) <= 1
 
 
-def test_stuffing_earns_no_more_than_the_best_argument_and_costs_mood(seller_factory):
+ONE_REASON = {
+    "condition": ARGUE_CONDITION,
+    "market": "I've seen the same model listed for quite a bit less nearby.",
+    "convenience": "I can pick it up today and pay in cash.",
+    "budget": "My budget is really tight right now.",
+}
+
+
+def test_stuffing_splits_the_turns_credit_and_costs_mood(seller_factory):
+    """A reason thrown in among k weighs its score's share (about 1/k) of the same reason
+    made on its own."""
     stuffed, single = seller_factory(), seller_factory()
     for seller in (stuffed, single):
         seller.respond(GREETING)
-    turn = stuffed.respond(f"{STUFFED} Would you take $350?")
+    start = stuffed.ask
+    text = f"{STUFFED} Would you take $350?"
+    turn = stuffed.respond(text)
     credited = _credited(turn.events)[0].split(":", 1)[1]
-    one = {
-        "condition": ARGUE_CONDITION,
-        "market": "I've seen the same model listed for quite a bit less nearby.",
-        "convenience": "I can pick it up today and pay in cash.",
-        "budget": "My budget is really tight right now.",
-    }[credited]
-    single_turn = single.respond(f"{one} Would you take $350?")
+    # What the seller perceives: the turn with its price masked.
+    seen = stuffed.analyzer.perceive(mask_prices(text, 500.0))
+    touched = stuffed._touched(seen)
+    share = seen.unlock[credited] / sum(seen.unlock[cid] for cid in touched)
+    assert len(touched) >= 2 and credited in touched
+    single_turn = single.respond(f"{ONE_REASON[credited]} Would you take $350?")
     assert _credited(single_turn.events) == [f"addressed:{credited}"]
     assert "multi_topic" not in single_turn.events
-    assert stuffed.ask == pytest.approx(single.ask)  # the same one argument's worth
+    gained_stuffed, gained_single = start - stuffed.ask, start - single.ask
+    assert gained_stuffed > 0
+    assert gained_stuffed == pytest.approx(gained_single * share, rel=1e-6)
+    assert share < 1.5 / len(touched)  # about 1/k: every reason in one breath dilutes each
     assert stuffed.mood == pytest.approx(single.mood - HARD.stuffing_mood)
+
+
+def test_two_reasons_a_turn_in_rotation_earn_less_than_one_a_turn(seller_factory):
+    """Rotating two fresh reasons per turn concedes less than one reason per turn."""
+    rotating, focused = seller_factory(), seller_factory()
+    for seller in (rotating, focused):
+        seller.respond(GREETING)
+    pairs = [("condition", "market"), ("convenience", "budget")]
+    for a, b in pairs:
+        turn = rotating.respond(f"{ONE_REASON[a]} {ONE_REASON[b]} Would you take $350?")
+        assert "multi_topic" in turn.events and len(_credited(turn.events)) == 1
+    for cid, _ in pairs:
+        focused.respond(f"{ONE_REASON[cid]} Would you take $350?")
+    assert focused.ask < rotating.ask < 500.0
+
+
+def test_a_turn_making_one_reason_keeps_its_credit(card, encoder):
+    """The closed-loop buyer makes one reason per turn: the split costs it (almost) nothing."""
+    from dialogue_gym_agents.bargain import ScriptedBuyer
+
+    seller = SellerUser(card, encoder, preset="hard")
+    for cid, lines in ScriptedBuyer.ARGUMENTS.items():
+        for line in lines:
+            seen = seller.analyzer.perceive(f"{line} Would you take [PRICE]?")
+            assert seller._touched(seen) == [cid], line
+            assert seller._share(seen, cid) == 1.0
+    side = seller.analyzer.perceive(ScriptedBuyer.ARGUMENTS["convenience"][2])
+    if len(seller._touched(side)) > 1:  # a faint side match costs little
+        assert seller._share(side, "convenience") > 0.6
 
 
 def test_ties_go_to_the_personas_own_concern(seller_factory):

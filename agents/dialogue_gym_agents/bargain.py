@@ -5,21 +5,26 @@ price comes from the seller's first reply, parsed with :mod:`dialogue_gym.prices
 fraction from the card's ``[listings] buyer_target_fraction`` (also stated in the goal text).
 
 * :class:`ScriptedBuyer` — a sensible negotiator that listens: greets and asks why the item is
-  for sale, then gives one reason per turn for a lower price with an offer that opens at the
-  target price and rises in steps, accepts a counter once it is within what it is willing to
-  pay by then, and never offers more than the listing price. Which reason it gives follows
-  what the seller said: a concern the seller hinted at (the card's ``voice`` lines: a flaw, the
-  competition, wanting it gone, "what's your budget?") is argued first, and pressed again while
-  the seller acknowledges it only partly (the card's ``ack_partial`` lines); a reason the
-  seller has conceded (``ack_resolved``) or ignored is dropped for the next one (the item's
-  condition, comparable listings, a quick cash pickup, a tight budget). Never more than one
-  reason per turn: the embedded seller credits one argument per turn.
+  for sale, then gives one reason per turn for a lower price with a low offer. Which reason it
+  gives follows what the seller said: a concern the seller hinted at (the card's ``voice``
+  lines: a flaw, the competition, wanting it gone, "what's your budget?") is argued first, and
+  pressed again while the seller acknowledges it only partly (the card's ``ack_partial``
+  lines); a reason the seller has conceded (``ack_resolved``) or ignored is dropped. Before it
+  gives a reason the seller has not raised, it asks what else matters to the seller, then
+  about the item's condition, so that its reasons answer what the seller said (a seller weighs
+  those more than reasons offered blind). Its offers open at the target price and rise
+  slowly — once reasons move the seller, the seller's counters set the price — and one
+  exchange before the last it offers just under the seller's price to probe for room left; it
+  keeps negotiating while it has reasons left, takes a counter at or under its target at once,
+  and takes the seller's price at the last exchange (never more than the listing price).
+  Never more than one reason per turn: the embedded seller credits one argument per turn.
 * :class:`LowballBuyer` — a bad negotiator: repeats an insulting offer of 30-40% of the listing
   with no reasons.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar
 
@@ -70,8 +75,12 @@ class ScriptedBuyer:
         card: The task card.
         seed: Default seed (overridden by :meth:`reset`); picks wordings.
         steps: Offers as fractions of the listing price, in order (the first is the target).
-        limits: Per exchange (1-based), the highest counter it accepts as a fraction of the
-            listing; the last entry applies from then on.
+            They rise slowly and stay low: once reasons move the seller, its counters set the
+            price, and a low offer only probes how far it will go.
+        limits: Per exchange (1-based), the highest counter the buyer takes *once it has no
+            reason left to give*, as a fraction of the listing; the last entry applies from
+            then on. While it has reasons left it keeps negotiating (a counter at or under the
+            target price is always taken; at the last exchange any counter below the listing).
     """
 
     OPENINGS = (
@@ -79,6 +88,18 @@ class ScriptedBuyer:
         "selling?",
         "Hello, I'm interested in your listing. Is it still for sale? Why are you letting it go?",
         "Hey there! Is it still available? Mind if I ask why you're selling it?",
+    )
+    # Open follow-ups (no price, no condition words): what else matters to the seller.
+    FOLLOW_UPS = (
+        "Got it, thanks. Is there anything else about the sale that matters to you?",
+        "Thanks, that helps. What else is important to you in selling it?",
+        "I appreciate that. Anything else on your mind about selling it?",
+    )
+    CONDITION_QUESTIONS = (
+        "Before I make an offer, what condition is it in? Any wear or problems I should know "
+        "about?",
+        "Could you tell me about its condition? Any scratches, damage or issues?",
+        "How is it holding up? Is there any damage or wear I should know about?",
     )
     ARGUMENTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "condition": (
@@ -122,6 +143,8 @@ class ScriptedBuyer:
         "That works for me. Deal at {price}.",
         "Alright, you've got a deal at {price}.",
     )
+    QUESTION_ORDER = ("follow_up", "condition")  # what to ask before arguing blind
+    PROBE = 0.015  # how far under the seller's price the last probe goes (× listing)
     ASK_PRICE = "Sorry, I missed it. What's your asking price?"
 
     def __init__(
@@ -138,9 +161,9 @@ class ScriptedBuyer:
         self._voices = {cid: _lines(c, "voice") for cid, c in concerns.items()}
         self._partial = {cid: _lines(c, "ack_partial") for cid, c in concerns.items()}
         self._resolved = {cid: _lines(c, "ack_resolved") for cid, c in concerns.items()}
-        fraction = _target_fraction(card)
+        self.fraction = _target_fraction(card)
         self.steps = steps or tuple(
-            min(1.0, fraction + d) for d in (0.0, 0.06, 0.12, 0.17, 0.21, 0.24, 0.27)
+            min(1.0, self.fraction + d) for d in (0.0, 0.04, 0.07, 0.1, 0.12, 0.14, 0.16)
         )
         self.limits = limits
         self.max_exchanges = card.max_exchanges
@@ -154,9 +177,12 @@ class ScriptedBuyer:
         self._argued: list[str] = []  # one entry per turn that gave a reason
         self._heard: list[str] = []  # concerns the seller hinted at, in the order heard
         self._done: set[str] = set()  # conceded, or ignored by the seller
-        self._wording: dict[str, int] = {}  # per reason, the episode's first wording
+        self._wording: dict[str, int] = {}  # per reason or question, the first wording
         self._last_offer: float | None = None
         self._counter: float | None = None
+        self._asked: list[str] = []  # the questions asked since the opening, in order
+        self._answering: str | None = None  # the question the last reply answers
+        self._quiet = False  # an open follow-up brought up nothing new
 
     def _say(self, options: tuple[str, ...], price: float) -> str:
         template = options[int(self._rng.integers(len(options)))]
@@ -168,12 +194,16 @@ class ScriptedBuyer:
 
     def _listen(self, last: str) -> None:
         """Reads the seller's last reply: concerns it hinted at, how it took the last reason."""
+        heard = len(self._heard)
         for cid, patterns in self._voices.items():
             if cid not in self._heard and any(p.search(last) for p in patterns):
                 self._heard.append(cid)
         budget_asked = re.search(r"\b(budget|spend|looking to pay|for you or)\b", last, re.I)
         if budget_asked and "budget" in self.ARGUMENTS and "budget" not in self._heard:
             self._heard.append("budget")
+        if self._answering == "follow_up" and len(self._heard) == heard:
+            self._quiet = True  # asked what else matters: nothing more
+        self._answering = None
         if not self._argued:
             return
         previous = self._argued[-1]
@@ -185,7 +215,12 @@ class ScriptedBuyer:
             self._done.add(previous)
 
     def _next_argument(self, last: str) -> str | None:
+        """Listens to the seller's last reply, then picks the reason to give next."""
         self._listen(last)
+        return self._pick()
+
+    def _pick(self) -> str | None:
+        """The reason to give next (``None`` when none is left)."""
         open_ = [a for a in self.ARGUMENTS if a not in self._done]
         # What the seller raised first, pressed while it only partly gives way; then reasons
         # not given yet; then the partly taken ones again.
@@ -196,6 +231,35 @@ class ScriptedBuyer:
         if fresh is not None:
             return fresh
         return next((a for a in self.ORDER if a in open_), None)
+
+    def _question(self, exchange: int) -> str | None:
+        """A question worth a turn now, or ``None``.
+
+        Once everything the seller raised has been argued, and before giving a reason it has
+        not raised, ask what else matters to it (twice at most, and not again once it had
+        nothing to add), then about the item's condition: a reason answering what the seller
+        said weighs more than one offered blind. A question needs at least one exchange after
+        its answer to argue it (the last exchange closes the deal).
+        """
+        if exchange > self.max_exchanges - 2:
+            return None
+        if any(cid not in self._done for cid in self._heard):
+            return None  # something the seller raised is still to be argued
+        told = "condition" in self._heard or "condition" in self._argued
+        for kind in self.QUESTION_ORDER:
+            if kind == "follow_up" and not self._quiet and self._asked.count(kind) < 2:
+                options = self.FOLLOW_UPS
+            elif kind == "condition" and not told and kind not in self._asked:
+                options = self.CONDITION_QUESTIONS
+            else:
+                continue
+            # A fresh wording each time (the seller ignores a question it has just heard).
+            start = self._wording.setdefault(kind, int(self._rng.integers(len(options))))
+            line = options[(start + self._asked.count(kind)) % len(options)]
+            self._asked.append(kind)
+            self._answering = kind
+            return line
+        return None
 
     def act(self, observation: dict[str, Any]) -> str:
         """Returns the next buyer turn."""
@@ -213,20 +277,29 @@ class ScriptedBuyer:
         if stated is not None:
             self._counter = stated  # the seller's latest price
         counter = self._counter if self._counter is not None else listing
-        final = exchange >= self.max_exchanges
-        limit = 1.0 if final else self._limit(exchange)
-        if counter <= min(listing, limit * listing):
-            return self._say(self.ACCEPTS, counter)
+        target = round_offer(self.fraction * listing)
+        if counter <= target or exchange >= self.max_exchanges:
+            return self._say(self.ACCEPTS, min(counter, listing))
+        self._listen(last)
+        question = self._question(exchange)
+        if question is not None:
+            return question
+        argument = self._pick()
+        if argument is None and counter <= min(listing, self._limit(exchange) * listing):
+            return self._say(self.ACCEPTS, counter)  # nothing left to argue
         step = self.steps[min(self._offers, len(self.steps) - 1)]
         offer = round_offer(step * listing)
         if self._last_offer is not None:
             offer = max(offer, self._last_offer)  # never go back down
         if offer >= counter:
             return self._say(self.ACCEPTS, min(counter, listing))
+        if exchange == self.max_exchanges - 1:
+            # One exchange before the last: offer just under the seller's price. A seller
+            # with room left may take it; if not, the last exchange takes its counter.
+            offer = max(offer, float(math.ceil(counter - self.PROBE * listing)))
         offer = min(offer, listing)
         self._offers += 1
         self._last_offer = offer
-        argument = self._next_argument(last)
         parts = []
         if argument is not None:
             # A fresh wording each time the reason is pressed (repeating words is ignored).

@@ -13,10 +13,14 @@ hard preset — the bottom line:
   condition, comparable listings, a quick cash pickup, a tight budget), detected like the
   CognitiveUser's concerns by prototype similarity plus lexical cues, takes a share of the
   distance to the bottom line; concerns the persona is receptive to weigh more, and each concern
-  counts at most ``resistance`` times. **One argument per turn**: only the turn's best-scoring
-  argument is credited (near-ties go to the persona's own concern), and a turn that touches
-  several arguments at once (every reason in one breath) sours the mood a little — stuffing
-  a turn with reasons earns no more than making the best one.
+  counts at most ``resistance`` times. **One unit of credit per turn**: only the turn's
+  best-scoring argument is credited (near-ties go to the persona's own concern), and a turn
+  that touches several arguments at once (every reason in one breath, or two per turn in
+  rotation) splits its one unit of credit over them in proportion to how strongly it argues
+  each, and sours the mood a little, as with the
+  :class:`~dialogue_gym.users.cognitive.CognitiveUser`: a reason thrown in among ``k``
+  carries about ``1/k`` of the weight of the same reason made on its own, so covering topics
+  blindly earns less than making the best one.
 * **Bare offers** (a price or "can you do better?" without a reason) move it a little.
 * **Insulting low-balls** (offers under ``insult_fraction`` of the listing, or rude wording)
   harden the seller: the ask moves back up, the mood sours, and after ``walk_after`` insults the
@@ -219,10 +223,13 @@ class SellerPreset:
             match far below the best one is not an argument).
         tie_margin: Touched arguments within this margin of the best score are tied; a tie
             goes to the persona's own (strongest) concern. Only one argument is credited per
-            turn: the best (after tie-breaking). If it is exhausted, the turn earns nothing.
+            turn: the best (after tie-breaking), with its share of the turn's one unit of
+            credit when the turn touches several (split in proportion to their scores; about
+            ``1/k`` for ``k`` arguments argued alike). If it is exhausted, the turn earns
+            nothing.
         stuffing_mood: Mood lost by a turn that touches two or more arguments at once
             (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
-            real cost is that only one of its arguments counts.
+            real cost is that its credit is split.
         proactive_credit: Share of an argument's gain it earns before the seller has voiced
             that concern (closed loop: an argument answering what the seller said it cares
             about counts in full; the same argument recited blind counts this much).
@@ -626,7 +633,7 @@ class SellerUser:
                     events.append(f"exhausted:{cid}")
                 else:
                     arg.progress += 1
-                    gain = preset.arg_gain * self._weight(cid)
+                    gain = preset.arg_gain * self._weight(cid) * self._share(p, cid)
                     if not arg.voiced:
                         gain *= preset.proactive_credit
                     step.addressed.append(cid)
@@ -676,23 +683,42 @@ class SellerUser:
         self.last_counter = self.stated_ask
         return step
 
-    def _argument(self, p: Any, events: list[str]) -> str | None:
-        """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
-
-        A turn argues what it is closest to: a side match far below the best one (a remark on
-        wear that also resembles a market remark) does not count. Of the arguments it touches,
-        only the best is credited (near-ties: the persona's own, strongest concern); touching
-        two or more costs a little mood (``multi_topic``).
-        """
+    def _touched(self, p: Any) -> list[str]:
+        """The arguments a turn touches: over the threshold, within the margin of its best."""
         preset = self.preset
         best = max(p.unlock.values(), default=0.0)
-        touched = [
+        return [
             cid
             for cid in self.arguments
             if p.unlock[cid] >= preset.unlock_threshold
             and p.unlock[cid] >= p.anti[cid]
             and p.unlock[cid] >= best - preset.unlock_margin
         ]
+
+    def _share(self, p: Any, cid: str) -> float:
+        """The share of the turn's one unit of credit that its argument ``cid`` takes.
+
+        The unit is split over the arguments the turn touches in proportion to how strongly it
+        argues each: a turn making one reason keeps all of it (a faint side match costs
+        little), while a reason thrown in among several weighs about ``1/k`` of the same
+        reason made on its own — covering every topic blindly dilutes each of them, as with
+        the :class:`~dialogue_gym.users.cognitive.CognitiveUser`.
+        """
+        touched = self._touched(p)
+        total = sum(p.unlock[c] for c in touched)
+        return float(p.unlock[cid] / total) if cid in touched and total > 0 else 1.0
+
+    def _argument(self, p: Any, events: list[str]) -> str | None:
+        """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
+
+        A turn argues what it is closest to: a side match far below the best one (a remark on
+        wear that also resembles a market remark) does not count. Of the arguments it touches,
+        only the best is credited (near-ties: the persona's own, strongest concern); touching
+        two or more costs a little mood (``multi_topic``) and splits the turn's credit
+        (:meth:`_share`).
+        """
+        preset = self.preset
+        touched = self._touched(p)
         if not touched:
             return None
         if len(touched) >= 2:

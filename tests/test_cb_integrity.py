@@ -490,3 +490,21 @@ def test_an_argument_answering_what_the_seller_voiced_earns_more_than_one_recite
     gained_voiced, gained_blind = start - voiced.ask, start - blind.ask
     assert gained_blind > 0
     assert gained_blind == pytest.approx(gained_voiced * HARD.proactive_credit, rel=0.05)
+
+
+def test_a_hard_seller_is_moved_only_by_reasons_it_cares_about(seller_factory):
+    """The persona holds only 'condition': a market argument earns a hard seller's concession no
+    more than a bare offer does (as a cognitive user credits nothing for a concern it does not
+    hold), while a soft seller still gives way to it."""
+    market = "I've seen the same model listed for quite a bit less nearby. Would you take $350?"
+    for preset in ("hard", "soft"):
+        argued, bare = seller_factory(preset), seller_factory(preset)
+        for seller in (argued, bare):
+            seller.respond(GREETING)
+        turn = argued.respond(market)
+        bare.respond("Would you take $350?")
+        assert "addressed:market" in turn.events
+        if preset == "hard":
+            assert argued.ask == pytest.approx(bare.ask)
+        else:
+            assert argued.ask < bare.ask - 1e-6

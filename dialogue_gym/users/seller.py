@@ -279,7 +279,7 @@ HARD = SellerPreset(
     name="hard",
     floor_range=(0.8, 0.9),
     arg_gain=0.3,
-    off_weight=0.35,
+    off_weight=0.0,  # a hard seller is moved only by reasons it cares about
     bare_step=0.04,
     close_gap=0.015,
     positive_gap=0.06,
@@ -838,11 +838,11 @@ class SellerUser:
             parts.append(self._fill(self._pick(f"ack:{cid}:{done}", options), step))
             parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))
         elif kind == "inquiry":
-            cid = "condition" if step.condition_question else self._top_concern()
+            asked = "condition" if step.condition_question else self._top_concern()
             if first:
-                if cid:
-                    parts.append(self._fill(self._voice(cid), step))
-            elif cid:
+                if asked:
+                    parts.append(self._fill(self._voice(asked), step))
+            elif asked:
                 parts.append(self._reply("inquiry_concern", step))
             else:
                 parts.append(self._reply("inquiry_open", step))

@@ -495,7 +495,7 @@ def test_an_argument_answering_what_the_seller_voiced_earns_more_than_one_recite
 def test_a_hard_seller_is_moved_only_by_reasons_it_cares_about(seller_factory):
     """The persona holds only 'condition': a market argument earns a hard seller's concession no
     more than a bare offer does (as a cognitive user credits nothing for a concern it does not
-    hold), while a soft seller still gives way to it."""
+    hold), while a soft seller still gives way to it — its bias, which RCSR discounts."""
     market = "I've seen the same model listed for quite a bit less nearby. Would you take $350?"
     for preset in ("hard", "soft"):
         argued, bare = seller_factory(preset), seller_factory(preset)
@@ -506,5 +506,10 @@ def test_a_hard_seller_is_moved_only_by_reasons_it_cares_about(seller_factory):
         assert "addressed:market" in turn.events
         if preset == "hard":
             assert argued.ask == pytest.approx(bare.ask)
-        else:
+        else:  # the soft seller's bias: it gives way, and that concession is not a reason
             assert argued.ask < bare.ask - 1e-6
+            assert not turn.justified and "unreasoned_concession" in turn.events
+    own = seller_factory("soft")
+    own.respond(GREETING)
+    turn = own.respond(f"{ARGUE_CONDITION} Would you take $350?")  # its own concern: a reason
+    assert "addressed:condition" in turn.events and turn.justified

@@ -636,6 +636,11 @@ class SellerUser:
                     gain = preset.arg_gain * self._weight(cid) * self._share(p, cid)
                     if not arg.voiced:
                         gain *= preset.proactive_credit
+                    if gain > 0 and arg.strength == 0:
+                        # A reason this seller does not care about moves only an easy (soft)
+                        # seller, and that concession is its bias, not a reason (RCSR).
+                        step.justified = False
+                        events.append("unreasoned_concession")
                     step.addressed.append(cid)
                     events.append(f"addressed:{cid}")
                     if not arg.voiced:

@@ -29,6 +29,14 @@ frequency estimates); a text's embedding is then the mean of its tokens' rows, n
   window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
   :func:`dialogue_gym.text.text_view`) cuts a turn where MiniLM's would.
 
+**Not a drop-in for MiniLM's judgments.** The users' thresholds and margins were calibrated on
+MiniLM's cosines, and a token-mean table separates paraphrases from unrelated turns much less
+(paraphrase pairs ~0.52 vs unrelated ~0.31 mean cosine, against MiniLM's ~0.59 vs ~0.13): in
+a 30-episode run the ``scripted`` agent's SR on the hard envs fell from 0.67–1.00 under MiniLM
+to 0.07–0.50 (P4G-hard 0.83 → 0.10), and several adversary, discrimination and reward-alignment
+cells that hold under MiniLM miss under static. Use it for throughput (RL at scale, smoke
+runs); report results under MiniLM. ``benchmarks/env_throughput.py`` measures the speed-up.
+
 Usage::
 
     env = dialogue_gym.make("P4G-hard", encoder="static")

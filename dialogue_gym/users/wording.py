@@ -136,7 +136,18 @@ class ReplyWording:
                 say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
-        return self._styled(" ".join(parts[:2]))
+        return self._keep_stance(" ".join(parts[:2]))
+
+    def _keep_stance(self, core: str) -> str:
+        """``core`` in the persona's style, unless styling would change the stance it states.
+
+        An opener such as "idk," before an agreement would make the judges' text view read
+        something the user did not decide; such a reply goes out unstyled.
+        """
+        styled = self._styled(core)
+        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
+            return core.lower() if self.style.lowercase else core
+        return styled
 
     def _styled(self, text: str) -> str:
         """Adds the persona's opener and closer (sometimes) and its casing to a reply."""
@@ -187,8 +198,4 @@ class ReplyWording:
             key = "inquiry_open" if p.question else "neutral"
         template = self._pick(key, self.card.replies[key])
         voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
-        core = self._fill(template.replace("{concern_voice}", voice))
-        styled = self._styled(core)
-        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
-            return core.lower() if self.style.lowercase else core
-        return styled
+        return self._keep_stance(self._fill(template.replace("{concern_voice}", voice)))

@@ -17,7 +17,7 @@ import dataclasses
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, NamedTuple
 
 from dialogue_gym import metrics
@@ -353,12 +353,28 @@ def run_threaded(
     """
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="episode")
-    futures: dict[Future[dict[str, Any]], Job] = {pool.submit(play, job, stop): job for job in todo}
+    queue = iter(todo)
+    futures: dict[Future[dict[str, Any]], Job] = {}
     handled: set[Future[dict[str, Any]]] = set()
+
+    def submit_next() -> None:
+        job = next(queue, None)
+        if job is not None:
+            futures[pool.submit(play, job, stop)] = job
+
+    # A sliding window: a new episode starts only when a finished one has been taken by
+    # ``finish``, so workers never run ahead of the journal. When the run stops (Ctrl-C, a
+    # full disk) at most ``threads`` episodes are in flight and none is waiting to be written.
+    for _ in range(threads):
+        submit_next()
     try:
-        for future in as_completed(futures):
-            handled.add(future)
-            finish(futures[future], future.result())
+        while len(handled) < len(futures):
+            running = [f for f in futures if f not in handled]
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: futures[f]):
+                handled.add(future)
+                finish(futures[future], future.result())
+                submit_next()
     except KeyboardInterrupt:
         _stop(pool, stop)
         # Episodes that ended while the others stopped are complete: keep them.

@@ -12,9 +12,11 @@ Phases (each logged to ``scalars.csv`` and TensorBoard; wall-clock in the manife
    The learning curve — rollout SR, RCSR and discounted return per PPO update — is logged as
    ``ppo/rollout_sr`` etc. The reward (``--reward``) is ``success`` (1 at the exchange where the
    dialogue succeeds) by default; ``judge`` is PPDPP's (the success judge's score of every
-   exchange) and ``env`` the env's own r_S (MASP's latent progress). On P4G-hard both of the
-   latter lead PPO to a policy that keeps the user agreeable and never asks (SR → 0): a
-   "positive" reply earns +0.1 every exchange (and raises s) while an early ask risks −1. The
+   exchange) and ``env`` the env's own r_S (MASP's latent progress; aligned with success since
+   issue 14: s = 1 only at success). ``judge`` can lead PPO to keep the user agreeable without
+   asking (a "positive" reply earns +0.1 every exchange while an early ask risks −1). With
+   ``env`` the planner matches ``success`` on P4G-hard and trails it on ESConv-hard, where it
+   learns never to suggest (see README, "Training baselines"). The
    exchange budget T ends an episode as a true termination (see :class:`_DialogueOutcome`).
 3. **Checkpoint** (kind ``planner``): ``policy.pt`` (the actor's state dict) and the manifest
    (feature layout, T, label-mapping counts, curve). ``--agent planner:DIR`` loads it.

@@ -103,6 +103,9 @@ _positive = int_range(1)
 _seed = int_range(0)
 
 
+ENCODER_HELP = "minilm, hashing or static (default: the env's, minilm)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dialogue-gym",
@@ -154,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="results directory; rerun with the same DIR to resume (default: runs/<timestamp>)",
     )
-    ev.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
+    ev.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     ev.add_argument(
         "--concurrency",
@@ -210,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
     play.add_argument("env_id", metavar="ID")
     play.add_argument("--seed", type=_seed, default=0, metavar="S")
-    play.add_argument("--encoder", default=None, metavar="NAME", help="e.g. minilm or hashing")
+    play.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`

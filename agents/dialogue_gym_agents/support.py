@@ -23,6 +23,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder, make_encoder
+from dialogue_gym_agents.listening import ConcernListener
 
 USER_SPEAKER = 1
 
@@ -216,12 +217,17 @@ SUPPORTER_ANSWERS: dict[str, tuple[str, ...]] = {
         "When you're this worn down, it's natural to feel it will never change. It won't "
         "feel like this forever, though, and the fact that you reached out today is already "
         "a first step.",
+        "Hopelessness has a way of shrinking the future down to nothing. It isn't the whole "
+        "truth, though: things can shift, and I'd like to help you find even one small "
+        "reason to hope.",
     ),
     "shame": (
         "Please don't be so hard on yourself. Struggling with this isn't a sign that "
         "something is wrong with you; it's a human reaction, and it isn't your fault.",
         "There's nothing stupid or weak about struggling with this. A lot of people would "
         "feel the same in your place, and there's no deadline for getting over it.",
+        "You're being much harsher with yourself than you'd ever be with a friend in the same "
+        "spot. You deserve that same kindness, and there's nothing to be ashamed of here.",
     ),
     "isolation": (
         "You're not alone in this, even if it feels that way. I went through a stretch like "
@@ -229,12 +235,17 @@ SUPPORTER_ANSWERS: dict[str, tuple[str, ...]] = {
         "with you now.",
         "It makes sense that you'd pull back when you're hurting. But you don't have to carry "
         "this on your own; I'm right here, and I'm glad you told me.",
+        "Feeling cut off from everyone makes all of this heavier. Is there one person, even "
+        "someone you haven't talked to in a while, you could let in a little? You matter to "
+        "people more than it feels right now.",
     ),
     "overwhelm": (
         "That's so much at once, no wonder your head is spinning. You don't need to solve "
         "everything today; we can take it one small piece at a time.",
         "When it all piles up like that, everything feels urgent. Let's slow it down and set "
         "the rest aside for a moment: one thing at a time is plenty.",
+        "It's a lot for anyone to hold at once. If we wrote it all down, which one thing would "
+        "take the most weight off if it were handled first?",
     ),
     "cost_of_help": (
         "That's a real barrier, and it's good that you're even thinking about getting help. "
@@ -242,12 +253,17 @@ SUPPORTER_ANSWERS: dict[str, tuple[str, ...]] = {
         "any hour, and community clinics that charge based on income.",
         "A lot of people don't know this, but many schools and workplaces offer free "
         "confidential counselling, and peer support groups are usually free too.",
+        "Money shouldn't decide whether you get support. Free crisis lines and low-cost "
+        "sliding-scale counsellors exist exactly for this, and I can help you think through "
+        "where to start.",
     ),
     "feeling_unheard": (
         "It sounds like you've been carrying {gist} mostly on your own, and whenever you try "
         "to talk about it, people rush past how much it hurts. I'm listening.",
         "What I'm hearing is that it isn't only {gist}; it's also feeling like nobody really "
         "takes in how heavy it is for you.",
+        "You deserve to be really heard about {gist}, not hurried along. Take all the time you "
+        "need; I'm not going anywhere.",
     ),
 }
 
@@ -284,6 +300,7 @@ class ScriptedSupporter:
         "Maybe try a ten-minute walk tomorrow after lunch, with no goal except some air. Small "
         "things like that can take a little of the edge off.",
     )
+    MAX_ANSWERS = 3  # answers to one worry before moving on
     BACK_OFF = (
         "I'm sorry, I jumped to advice too quickly.",
         "You're right, that was too soon for suggestions.",
@@ -300,6 +317,8 @@ class ScriptedSupporter:
         self.card = card
         self.encoder = make_encoder(encoder)
         self.voices = _VoiceReader(card, self.encoder, detect_threshold)
+        # Reads how the seeker took an answer (the card's public acknowledgement lines).
+        self.reactions = ConcernListener(card, self.encoder, detect_threshold, reactions=True)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -307,6 +326,9 @@ class ScriptedSupporter:
         self._rng = np.random.default_rng(seed)
         self._turn = 0
         self._pending: list[str] = []
+        self._heard: dict[str, None] = {}  # concerns the seeker voiced, in order
+        self._settled: set[str] = set()
+        self._last_answered: str | None = None
         self._answered: dict[str, int] = {}
         self._reflections = 0
         self._questions = 0
@@ -397,6 +419,7 @@ class ScriptedSupporter:
     def _answer(self, concern: str, replies: list[str]) -> str:
         count = self._answered.get(concern, 0)
         self._answered[concern] = count + 1
+        self._last_answered = concern
         if concern == "feeling_unheard" and count % 2 == 0:
             return self._reflect(replies)
         answers = SUPPORTER_ANSWERS[concern]
@@ -420,10 +443,25 @@ class ScriptedSupporter:
             if concern == "needs_concrete_step":
                 self._wants_step = True
                 continue
+            self._heard[concern] = None
             if concern in self._pending:
                 self._pending.remove(concern)
-            if self._answered.get(concern, 0) < 2:
+            if self._answered.get(concern, 0) < self.MAX_ANSWERS:
                 self._pending.insert(0, concern)
+        for concern, kind in self.reactions.reactions(last).items() if last else ():
+            if kind == "resolved":
+                self._settled.add(concern)
+        self._pending = [c for c in self._pending if c not in self._settled]
+        # An answer to the seeker's own worry that did not settle it: answer it again (after
+        # anything new they raised) rather than moving on to a fresh reflection.
+        previous, self._last_answered = self._last_answered, None
+        if (
+            previous in self._heard
+            and previous not in self._settled
+            and previous not in self._pending
+            and self._answered.get(previous, 0) < self.MAX_ANSWERS
+        ):
+            self._pending.append(previous)
         suggested_last, self._suggested_last = self._suggested_last, False
         last_exchange = observation.get("exchange", self._turn - 1) >= self.card.max_exchanges - 1
         if self._turn == 1:

@@ -65,6 +65,7 @@ from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.latent_state import toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.presets import calibrated
+from dialogue_gym.users.wording import pick_unused
 
 __all__ = [
     "HARD",
@@ -776,10 +777,7 @@ class SellerUser:
     # -- realization ---------------------------------------------------------------------------
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
-        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
-        index = int(self._rng.choice(fresh)) if fresh else int(self._rng.integers(len(options)))
-        self.used.add(f"{key}:{index}")
-        return options[index]
+        return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
         self.arguments[cid].voiced = True

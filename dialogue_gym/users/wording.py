@@ -35,6 +35,23 @@ def _stated_stance(text: str, card: TaskCard) -> str:
     return classify_stance(text, card)
 
 
+def pick_unused(
+    rng: np.random.Generator, used: set[str], key: str, options: tuple[str, ...]
+) -> str:
+    """One of ``options`` at random, preferring those not used yet under ``key`` this episode.
+
+    Args:
+        rng: The user's episode generator.
+        used: ``"<key>:<index>"`` of the options used so far (updated).
+        key: What the options are for (a reply kind, a concern's voice lines, ...).
+        options: The wordings.
+    """
+    fresh = [i for i in range(len(options)) if f"{key}:{i}" not in used]
+    index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
+    used.add(f"{key}:{index}")
+    return options[index]
+
+
 class ReplyWording:
     """Reply realization for :class:`~dialogue_gym.users.cognitive.CognitiveUser` (mixin).
 
@@ -53,10 +70,7 @@ class ReplyWording:
     _rng: np.random.Generator
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
-        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
-        index = int(self._rng.choice(fresh)) if fresh else int(self._rng.integers(len(options)))
-        self.used.add(f"{key}:{index}")
-        return options[index]
+        return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
         self.concerns[cid].voiced = True

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import difflib
 import signal
 import sys
 import threading
@@ -104,6 +105,11 @@ _seed = int_range(0)
 
 
 ENCODER_HELP = "minilm, hashing or static (default: the env's, minilm)"
+ENV_ID_HELP = "a registered env id such as P4G-hard (see `dialogue-gym list`)"
+THREADS_HELP = (
+    "torch intra-op threads for the small encoder (default: 1 unless DIALOGUE_GYM_THREADS or "
+    "OMP_NUM_THREADS is set)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,10 +119,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    commands.add_parser("list", help="list the registered environments and agents")
+    commands.add_parser(
+        "list",
+        help="list the registered environments and agents",
+        description="List the registered environments (with their task and user) and agents.",
+    )
 
     info = commands.add_parser("info", help="describe one environment")
-    info.add_argument("env_id", metavar="ID")
+    info.add_argument("env_id", metavar="ID", help=ENV_ID_HELP)
     info.add_argument(
         "--encoder",
         default="hashing",
@@ -125,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     ev = commands.add_parser("eval", help="evaluate agents on environments")
-    ev.add_argument("env_ids", metavar="ID", nargs="+")
+    ev.add_argument("env_ids", metavar="ID", nargs="+", help=ENV_ID_HELP + " (one or more)")
     ev.add_argument(
         "--agent",
         dest="agents",
@@ -158,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
         help="results directory; rerun with the same DIR to resume (default: runs/<timestamp>)",
     )
     ev.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
+    ev.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     ev.add_argument(
         "--concurrency",
@@ -211,9 +222,10 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
-    play.add_argument("env_id", metavar="ID")
-    play.add_argument("--seed", type=_seed, default=0, metavar="S")
+    play.add_argument("env_id", metavar="ID", help=ENV_ID_HELP)
+    play.add_argument("--seed", type=_seed, default=0, metavar="S", help="episode seed")
     play.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
+    play.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`
@@ -286,7 +298,9 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     run_dir = args.out
     if run_dir is None:
         run_dir = Path("runs") / _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    env_kwargs = {} if args.encoder is None else {"encoder": args.encoder}
+    env_kwargs: dict[str, Any] = {} if args.encoder is None else {"encoder": args.encoder}
+    if args.threads is not None:
+        env_kwargs["threads"] = args.threads
     agent_kwargs = dict(parse_agent_option(option) for option in args.agent_options)
     if args.base_url is not None:
         agent_kwargs["base_url"] = args.base_url
@@ -443,6 +457,8 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     kwargs: dict[str, Any] = {"privileged": True}
     if args.encoder is not None:
         kwargs["encoder"] = args.encoder
+    if args.threads is not None:
+        kwargs["threads"] = args.threads
     env = make(args.env_id, **kwargs)
     base = env.unwrapped
     card = base.card
@@ -523,7 +539,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _unknown_arguments(parser, args, unknown)
     except SystemExit as exc:  # argparse has printed its message
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
@@ -538,6 +556,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         terminated = isinstance(exc, Terminated)
         print("\nterminated" if terminated else "\ninterrupted", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: Sequence[str]
+) -> None:
+    """Refuses unknown arguments with the subcommand's usage and a "did you mean" (exits 2)."""
+    command = getattr(args, "command", None)
+    sub = _subparser(parser, command) if command else None
+    target = sub or parser
+    options = [o for action in target._actions for o in action.option_strings]
+    hints = []
+    for word in unknown:
+        name = word.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+        if name.startswith("-") and close:
+            hints.append(f"{word!r} (did you mean {close[0]}?)")
+        else:
+            hints.append(repr(word))
+    target.error("unrecognized arguments: " + ", ".join(hints))
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(command)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
 
 
 def _error(command: str, exc: BaseException) -> None:

@@ -136,7 +136,11 @@ def check_settings(
             )
             continue
         problems = _diff("agent", entry.get("agent_options") or {}, agent_options)
-        problems += _diff("env", entry.get("env_options") or {}, env_options)
+        problems += _diff(
+            "env",
+            {k: v for k, v in (entry.get("env_options") or {}).items() if k not in RUNTIME_ONLY},
+            {k: v for k, v in env_options.items() if k not in RUNTIME_ONLY},
+        )
         if problems:
             raise ConfigMismatchError(
                 f"{directory} holds episodes of {agent} on {env_id} from a different "
@@ -174,6 +178,10 @@ def json_safe(value: Any) -> Any:
     return _ADDRESS.sub("", repr(value))
 
 
+RUNTIME_ONLY = frozenset({"threads"})
+"""Env options left out of ``config_hash``: they change speed, not transcripts."""
+
+
 def config_hash(resolved: Mapping[str, Any]) -> str:
     """Hash of the JSON-safe resolved config; equals ``EnvSpec.config_hash`` for plain kwargs."""
     payload = json.dumps(json_safe(resolved), sort_keys=True)
@@ -199,6 +207,8 @@ def stamp(
 
     base = getattr(env, "unwrapped", env)
     resolved = env_spec.resolved(**env_kwargs)
+    # Settings that change how fast episodes run, never what is played, may differ on resume.
+    hashed = {k: v for k, v in resolved.items() if k not in RUNTIME_ONLY}
     encoder = getattr(base, "encoder", None)
     parts = components(base)
     return {
@@ -206,7 +216,7 @@ def stamp(
         # The prompts are part of an LLM-judged configuration: a new prompt version must not
         # resume into results made with the old one.
         "config_hash": config_hash(
-            {**resolved, "components": parts} if "backend" in parts else resolved
+            {**hashed, "components": parts} if "backend" in parts else hashed
         ),
         "components": parts,
         "dialogue_gym_version": dialogue_gym.__version__,

@@ -213,3 +213,55 @@ def test_play_full_episode(
     assert "success: True  success turn: 4" in out
     assert "counts for RCSR@4: True" in out
     assert "decision: agree" in out
+
+
+def test_mistyped_option_gets_the_subcommands_usage_and_a_suggestion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["eval", "P4G-hard", "--agent", "random", "--epsiodes", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: dialogue-gym eval ")  # the subcommand's usage, not the top's
+    assert "did you mean --episodes?" in err
+    assert main(["play", "P4G-hard", "--sede", "3"]) == 2
+    assert "did you mean --seed?" in capsys.readouterr().err
+    assert main(["eval", "P4G-hard", "--agent", "random", "--zzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
+def test_positionals_and_list_have_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["eval"], ["play"], ["info"]):
+        assert main([*command, "--help"]) == 0
+        assert "a registered env id" in capsys.readouterr().out
+    assert main(["list", "--help"]) == 0
+    assert "List the registered environments" in capsys.readouterr().out
+
+
+def test_eval_threads_option_reaches_the_env(
+    tiny_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        argv = ["eval", tiny_id, "--agent", agent("Persuader"), "--episodes", "1"]
+        argv += ["--encoder", "hashing", "--no-progress", "--threads", "2"]
+        assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+        assert torch.get_num_threads() == 2
+        assert main(["eval", tiny_id, "--agent", "random", "--threads", "0"]) == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_resume_with_other_threads_is_allowed(
+    tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        base = ["eval", tiny_id, "--agent", agent("Persuader"), "--encoder", "hashing"]
+        base += ["--no-progress", "--out", str(tmp_path / "run")]
+        assert main([*base, "--episodes", "2", "--threads", "2"]) == 0
+        assert main([*base, "--episodes", "4", "--threads", "1"]) == 0  # speed, not results
+        lines = (tmp_path / "run" / EPISODES_FILE).read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 4
+    finally:
+        torch.set_num_threads(before)

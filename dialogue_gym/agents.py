@@ -437,7 +437,7 @@ def parse_agent_option(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():
-        raise ValueError(f"agent options are KEY=VALUE with KEY a Python name, got {text!r}")
+        raise ValueError(f"options are KEY=VALUE with KEY a Python name, got {text!r}")
     raw = raw.strip()
     try:
         return key, json.loads(raw)

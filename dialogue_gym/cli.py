@@ -106,6 +106,11 @@ _seed = int_range(0)
 
 ENCODER_HELP = "minilm, hashing or static (default: the env's, minilm)"
 ENV_ID_HELP = "a registered env id such as P4G-hard (see `dialogue-gym list`)"
+ENV_OPTION_HELP = (
+    "keyword argument for make(), the value read as JSON or a Python literal, else as text "
+    "(repeatable; e.g. judges=llm, backend=openai:MODEL, max_exchanges=10, user=soft); "
+    "checked before anything is written"
+)
 THREADS_HELP = (
     "torch intra-op threads for the small encoder (default: 1 unless DIALOGUE_GYM_THREADS or "
     "OMP_NUM_THREADS is set)"
@@ -169,6 +174,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
     ev.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
+    ev.add_argument(
+        "--env-option",
+        dest="env_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=ENV_OPTION_HELP,
+    )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     ev.add_argument(
         "--concurrency",
@@ -226,6 +239,14 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=_seed, default=0, metavar="S", help="episode seed")
     play.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
     play.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
+    play.add_argument(
+        "--env-option",
+        dest="env_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=ENV_OPTION_HELP,
+    )
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`
@@ -294,13 +315,24 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``make`` overrides of ``eval``/``play``: ``--env-option``s, then the shortcuts."""
+    kwargs: dict[str, Any] = {}
+    for option in args.env_options:
+        key, value = parse_agent_option(option)
+        kwargs[key] = value
+    if args.encoder is not None:
+        kwargs["encoder"] = args.encoder
+    if args.threads is not None:
+        kwargs["threads"] = args.threads
+    return kwargs
+
+
 def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     run_dir = args.out
     if run_dir is None:
         run_dir = Path("runs") / _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    env_kwargs: dict[str, Any] = {} if args.encoder is None else {"encoder": args.encoder}
-    if args.threads is not None:
-        env_kwargs["threads"] = args.threads
+    env_kwargs = _env_kwargs(args)
     agent_kwargs = dict(parse_agent_option(option) for option in args.agent_options)
     if args.base_url is not None:
         agent_kwargs["base_url"] = args.base_url
@@ -454,12 +486,7 @@ def _reveal(
 
 
 def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
-    kwargs: dict[str, Any] = {"privileged": True}
-    if args.encoder is not None:
-        kwargs["encoder"] = args.encoder
-    if args.threads is not None:
-        kwargs["threads"] = args.threads
-    env = make(args.env_id, **kwargs)
+    env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
     base = env.unwrapped
     card = base.card
     T = int(getattr(base, "max_exchanges", card.max_exchanges))

@@ -265,3 +265,20 @@ def test_resume_with_other_threads_is_allowed(
         assert len(lines) == 4
     finally:
         torch.set_num_threads(before)
+
+
+def test_env_options_reach_make_and_bad_ones_write_nothing(
+    tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["eval", tiny_id, "--agent", agent("Persuader"), "--encoder", "hashing"]
+    base += ["--no-progress", "--episodes", "1"]
+    run = tmp_path / "run"
+    assert main([*base, "--env-option", "max_exchanges=3", "--out", str(run)]) == 0
+    summary = json.loads((run / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert "max_exchanges" in json.dumps(summary) and '"max_exchanges": 3' in json.dumps(summary)
+    capsys.readouterr()
+    for bad in ("bogus=1", "max_exchanges=0", "no-equals-sign"):
+        out = tmp_path / f"bad-{bad[:5]}"
+        assert main([*base, "--env-option", bad, "--out", str(out)]) == 2
+        assert "error" in capsys.readouterr().err
+        assert not out.exists()  # refused before anything was written

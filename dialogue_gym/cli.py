@@ -117,6 +117,20 @@ THREADS_HELP = (
 )
 
 
+def _add_env_options(command: argparse.ArgumentParser) -> None:
+    """Adds the ``make`` overrides of a command that builds envs (read by :func:`_env_kwargs`)."""
+    command.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
+    command.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
+    command.add_argument(
+        "--env-option",
+        dest="env_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=ENV_OPTION_HELP,
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dialogue-gym",
@@ -172,16 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="results directory; rerun with the same DIR to resume (default: runs/<timestamp>)",
     )
-    ev.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
-    ev.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
-    ev.add_argument(
-        "--env-option",
-        dest="env_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=ENV_OPTION_HELP,
-    )
+    _add_env_options(ev)
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     ev.add_argument(
         "--concurrency",
@@ -237,16 +242,7 @@ def _parser() -> argparse.ArgumentParser:
     play = commands.add_parser("play", help="play the system seat yourself in the terminal")
     play.add_argument("env_id", metavar="ID", help=ENV_ID_HELP)
     play.add_argument("--seed", type=_seed, default=0, metavar="S", help="episode seed")
-    play.add_argument("--encoder", default=None, metavar="NAME", help=ENCODER_HELP)
-    play.add_argument("--threads", type=_positive, default=None, metavar="N", help=THREADS_HELP)
-    play.add_argument(
-        "--env-option",
-        dest="env_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=ENV_OPTION_HELP,
-    )
+    _add_env_options(play)
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
     annotate_cli.add_parser(commands)  # `dialogue-gym annotate CORPUS --backend SPEC`

@@ -136,11 +136,8 @@ def check_settings(
             )
             continue
         problems = _diff("agent", entry.get("agent_options") or {}, agent_options)
-        problems += _diff(
-            "env",
-            {k: v for k, v in (entry.get("env_options") or {}).items() if k not in RUNTIME_ONLY},
-            {k: v for k, v in env_options.items() if k not in RUNTIME_ONLY},
-        )
+        stored = entry.get("env_options") or {}
+        problems += _diff("env", outcome_options(stored), outcome_options(env_options))
         if problems:
             raise ConfigMismatchError(
                 f"{directory} holds episodes of {agent} on {env_id} from a different "
@@ -179,7 +176,12 @@ def json_safe(value: Any) -> Any:
 
 
 RUNTIME_ONLY = frozenset({"threads"})
-"""Env options left out of ``config_hash``: they change speed, not transcripts."""
+"""Env options that change how fast episodes run, never what is played (may differ on resume)."""
+
+
+def outcome_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` without the :data:`RUNTIME_ONLY` ones: what decides the transcripts."""
+    return {k: v for k, v in options.items() if k not in RUNTIME_ONLY}
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -207,8 +209,7 @@ def stamp(
 
     base = getattr(env, "unwrapped", env)
     resolved = env_spec.resolved(**env_kwargs)
-    # Settings that change how fast episodes run, never what is played, may differ on resume.
-    hashed = {k: v for k, v in resolved.items() if k not in RUNTIME_ONLY}
+    hashed = outcome_options(resolved)
     encoder = getattr(base, "encoder", None)
     parts = components(base)
     return {

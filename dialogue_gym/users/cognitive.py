@@ -525,7 +525,7 @@ class CognitiveUser(ReplyWording):
         rational, justified = self._decide(
             p, reasoned, hurt, previous=self.rational_decision, concede=False
         )
-        if rational in ("refused", "neutral") and self._nothing_blocks():
+        if rational == "neutral" and self._nothing_blocks():  # _decide never refuses then
             rational = "positive"
         self.rational_decision = rational
         reference = rational

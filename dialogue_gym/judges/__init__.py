@@ -12,12 +12,8 @@ from dialogue_gym.judges.base import (
     RationalityJudge,
     SuccessJudge,
 )
-from dialogue_gym.judges.embedded import (
-    StateRationalityJudge,
-    StateSuccessJudge,
-    aggregate,
-    classify_stance,
-)
+from dialogue_gym.judges.embedded import StateRationalityJudge, StateSuccessJudge, aggregate
+from dialogue_gym.stance import classify_stance
 
 # Embedded success judges by the card's ``judge.success.kind``; values are "module:attr" so that
 # task-specific judges load only when a card needs them.

@@ -37,8 +37,8 @@ from typing import Any
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.base import Exchange, Judgment
-from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in
+from dialogue_gym.stance import classify_stance
 
 __all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment"]
 

@@ -15,22 +15,13 @@ from collections import Counter
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, Exchange, Judgment
+from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 
+# classify_stance is re-exported here for importers that predate dialogue_gym.stance.
+__all__ = ["StateRationalityJudge", "StateSuccessJudge", "aggregate", "classify_stance"]
+
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
-
-
-def classify_stance(text: str, card: TaskCard) -> str:
-    """Classifies the stance a reply states with the card's ``reply_*`` cues.
-
-    Refusal cues win over agreement cues (``"no, I won't donate"`` mentions donating).
-    """
-    for label, key in (("refused", "reply_refuse"), ("agree", "reply_agree")):
-        if any(p.search(text) for p in card.cues.get(key, ())):
-            return label
-    if any(p.search(text) for p in card.cues.get("reply_positive", ())):
-        return "positive"
-    return "neutral"
 
 
 def aggregate(votes: list[str], card: TaskCard, n_failed: int = 0) -> Judgment:

@@ -31,8 +31,8 @@ import re
 from typing import Any
 
 from dialogue_gym.judges.base import Exchange
-from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.prices import format_price
+from dialogue_gym.stance import classify_stance
 
 __all__ = [
     "USER_POLICIES",

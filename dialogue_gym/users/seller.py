@@ -55,10 +55,10 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import CardError, TaskCard
-from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, mask_prices, offer_in
+from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn

@@ -24,9 +24,9 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import TemplateRealizer
+from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 from dialogue_gym.wrappers.single_agent import SingleAgent
 
@@ -73,7 +73,7 @@ class StrategyActions(gym.Env):
     * ``exchange`` — exchanges completed so far / T (T = the env's exchange budget).
     * ``stance:none``, ``stance:refused``, ``stance:neutral``, ``stance:positive``,
       ``stance:agree`` — one-hot of the stance stated in the user's last reply, classified from
-      its text with :func:`dialogue_gym.judges.embedded.classify_stance` (the card's ``reply_*``
+      its text with :func:`dialogue_gym.stance.classify_stance` (the card's ``reply_*``
       cues); ``stance:none`` before the user has replied.
     * ``used:<strategy>`` — per strategy (card order), how often this episode's actions chose it
       / T.

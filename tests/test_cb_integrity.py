@@ -417,7 +417,7 @@ def test_two_reasons_a_turn_in_rotation_earn_less_than_one_a_turn(seller_factory
 
 def test_a_turn_making_one_reason_keeps_its_credit(card, encoder):
     """The closed-loop buyer makes one reason per turn: the split costs it (almost) nothing."""
-    from dialogue_gym_agents.bargain import ScriptedBuyer
+    from dialogue_gym_agents.baselines.bargain import ScriptedBuyer
 
     seller = SellerUser(card, encoder, preset="hard")
     for cid, lines in ScriptedBuyer.ARGUMENTS.items():

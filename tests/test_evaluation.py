@@ -622,7 +622,7 @@ SLOW_AGENT = textwrap.dedent(
     """
     import time
 
-    from dialogue_gym_agents.baselines import ScriptedPersuader
+    from dialogue_gym_agents.baselines.persuasion import ScriptedPersuader
 
 
     class SlowScripted(ScriptedPersuader):

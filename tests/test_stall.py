@@ -5,8 +5,8 @@ import pytest
 import dialogue_gym
 from dialogue_gym.agents import available_agents, make_agent
 from dialogue_gym.cards import load_card
+from dialogue_gym_agents.baselines.stall import RAPPORT, asks
 from dialogue_gym_agents.dispatch import BAD_AGENT, STALL
-from dialogue_gym_agents.stall import RAPPORT, asks
 
 ENV_IDS = sorted(dialogue_gym.registry)
 # Events of the user that mean the system made the task's request (a seller also reads an

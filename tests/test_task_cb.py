@@ -25,7 +25,7 @@ from dialogue_gym.users.seller import (
     listing_bank,
     seller_preset,
 )
-from dialogue_gym_agents.bargain import LowballBuyer, ScriptedBuyer
+from dialogue_gym_agents.baselines.bargain import LowballBuyer, ScriptedBuyer
 
 EPISODES = 100
 

@@ -1,5 +1,5 @@
 """Agent packages for dialogue_gym, registered through the ``dialogue_gym.agents`` entry points."""
 
-from dialogue_gym_agents.baselines import PushyAgent, RandomAgent, ScriptedPersuader
+from dialogue_gym_agents.baselines.persuasion import PushyAgent, RandomAgent, ScriptedPersuader
 
 __all__ = ["PushyAgent", "RandomAgent", "ScriptedPersuader"]

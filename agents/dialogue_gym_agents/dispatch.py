@@ -3,8 +3,8 @@
 ``scripted`` is the sensible hand-written agent of each task; ``pushy``, ``dismissive`` and
 ``lowball`` are the bad agents the embedded worlds must punish (:data:`BAD_AGENT` names each
 task's); ``stall`` is ``scripted`` without the ask (rapport and reasons only; see
-:mod:`dialogue_gym_agents.stall`). Each name maps a task id to the class that plays it; asking
-for a task a name does not cover fails with the covered tasks.
+:mod:`dialogue_gym_agents.baselines.stall`). Each name maps a task id to the class that plays
+it; asking for a task a name does not cover fails with the covered tasks.
 """
 
 from __future__ import annotations
@@ -15,30 +15,30 @@ from typing import Any
 from dialogue_gym.cards import TaskCard
 
 SCRIPTED = {
-    "P4G": "dialogue_gym_agents.baselines:ScriptedPersuader",
-    "ESConv": "dialogue_gym_agents.support:ScriptedSupporter",
-    "ED": "dialogue_gym_agents.support:ScriptedListener",
-    "CB": "dialogue_gym_agents.bargain:ScriptedBuyer",
-    "Merchant": "dialogue_gym_agents.sales:ScriptedSalesAgent",
-    "Courier": "dialogue_gym_agents.sales:ScriptedSalesAgent",
+    "P4G": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",
+    "ESConv": "dialogue_gym_agents.baselines.support:ScriptedSupporter",
+    "ED": "dialogue_gym_agents.baselines.support:ScriptedListener",
+    "CB": "dialogue_gym_agents.baselines.bargain:ScriptedBuyer",
+    "Merchant": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
+    "Courier": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
 }
 PUSHY = {
-    "P4G": "dialogue_gym_agents.baselines:PushyAgent",
-    "Merchant": "dialogue_gym_agents.sales:PushySalesAgent",
-    "Courier": "dialogue_gym_agents.sales:PushySalesAgent",
+    "P4G": "dialogue_gym_agents.baselines.persuasion:PushyAgent",
+    "Merchant": "dialogue_gym_agents.baselines.sales:PushySalesAgent",
+    "Courier": "dialogue_gym_agents.baselines.sales:PushySalesAgent",
 }
 DISMISSIVE = {
-    "ESConv": "dialogue_gym_agents.support:DismissiveAgent",
-    "ED": "dialogue_gym_agents.support:DismissiveAgent",
+    "ESConv": "dialogue_gym_agents.baselines.support:DismissiveAgent",
+    "ED": "dialogue_gym_agents.baselines.support:DismissiveAgent",
 }
-LOWBALL = {"CB": "dialogue_gym_agents.bargain:LowballBuyer"}
+LOWBALL = {"CB": "dialogue_gym_agents.baselines.bargain:LowballBuyer"}
 STALL = {
-    "P4G": "dialogue_gym_agents.stall:StallPersuader",
-    "ESConv": "dialogue_gym_agents.stall:StallSupporter",
-    "ED": "dialogue_gym_agents.stall:StallListener",
-    "CB": "dialogue_gym_agents.stall:StallBuyer",
-    "Merchant": "dialogue_gym_agents.stall:StallSalesAgent",
-    "Courier": "dialogue_gym_agents.stall:StallSalesAgent",
+    "P4G": "dialogue_gym_agents.baselines.stall:StallPersuader",
+    "ESConv": "dialogue_gym_agents.baselines.stall:StallSupporter",
+    "ED": "dialogue_gym_agents.baselines.stall:StallListener",
+    "CB": "dialogue_gym_agents.baselines.stall:StallBuyer",
+    "Merchant": "dialogue_gym_agents.baselines.stall:StallSalesAgent",
+    "Courier": "dialogue_gym_agents.baselines.stall:StallSalesAgent",
 }
 BAD_AGENT = {
     "P4G": "pushy",

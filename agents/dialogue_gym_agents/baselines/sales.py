@@ -12,8 +12,8 @@ from typing import Any
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym_agents.baselines import PushyAgent
-from dialogue_gym_agents.listening import ListeningAgent
+from dialogue_gym_agents.baselines.listening import ListeningAgent
+from dialogue_gym_agents.baselines.persuasion import PushyAgent
 
 # Each task's fixed lines: the opening (rapport), the needs inquiry that introduces the offer
 # with its key facts, the question after a bare refusal, and the proposals (never pushy, each

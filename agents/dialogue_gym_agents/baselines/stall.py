@@ -36,10 +36,10 @@ from typing import Any, ClassVar
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.prices import asking_price_in, offer_in
 from dialogue_gym.text import normalize_text
-from dialogue_gym_agents.bargain import ScriptedBuyer
-from dialogue_gym_agents.baselines import ScriptedPersuader
-from dialogue_gym_agents.sales import ScriptedSalesAgent
-from dialogue_gym_agents.support import ScriptedSupporter
+from dialogue_gym_agents.baselines.bargain import ScriptedBuyer
+from dialogue_gym_agents.baselines.persuasion import ScriptedPersuader
+from dialogue_gym_agents.baselines.sales import ScriptedSalesAgent
+from dialogue_gym_agents.baselines.support import ScriptedSupporter
 
 __all__ = [
     "RAPPORT",

@@ -23,7 +23,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym_agents.listening import ConcernListener
+from dialogue_gym_agents.baselines.listening import ConcernListener
 
 USER_SPEAKER = 1
 

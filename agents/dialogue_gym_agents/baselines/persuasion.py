@@ -13,7 +13,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym_agents.listening import ListeningAgent
+from dialogue_gym_agents.baselines.listening import ListeningAgent
 
 USER_SPEAKER = 1
 

@@ -65,11 +65,9 @@ from dialogue_gym.episode_loop import (
 from dialogue_gym.journal import (
     EPISODES_FILE,
     SUMMARY_FILE,
-    JournalReader,
     append_line,
     open_out_dir,
-    record_key,
-    supersedes,
+    read_episodes,
     write_json,
 )
 from dialogue_gym.registry import EnvSpec, make, spec
@@ -506,26 +504,22 @@ def _prepare(
 def _load_done(
     path: Path, configs: Mapping[tuple[str, str], Mapping[str, Any]], keep: bool
 ) -> dict[Key, dict[str, Any]]:
-    """The recorded episodes of this call's pairs (:class:`~dialogue_gym.journal.JournalReader`).
+    """The recorded episodes of this call's pairs (:func:`~dialogue_gym.journal.read_episodes`).
 
     An incomplete last line is cut off the file (its episode plays again); records made with
     another env or agent configuration are refused.
     """
     if not path.exists():
         return {}
-    reader = JournalReader(path)
-    done: dict[Key, dict[str, Any]] = {}
-    for _, record in reader:
+
+    def take(record: dict[str, Any]) -> dict[str, Any] | None:
         config = configs.get((record["agent"], record["env_id"]))
         if config is None:
-            continue
+            return None
         check_stamps(record, config)
-        key = record_key(record)
-        kept = done.get(key)
-        if kept is None or supersedes(kept, record):
-            done[key] = _slim(record, keep)
-    reader.repair()
-    return done
+        return _slim(record, keep)
+
+    return read_episodes(path, take=take, repair=True).records
 
 
 def _run_pairs(

@@ -1,7 +1,8 @@
 """The files of an evaluation run: one ``episodes.jsonl`` reader and writer, a lock, JSON writes.
 
 :func:`dialogue_gym.evaluate` (resume) and :mod:`dialogue_gym.report` read ``episodes.jsonl``
-through :class:`JournalReader` only, so both apply the same rules:
+through :func:`read_episodes` only (which streams it with :class:`JournalReader`), so both
+apply the same rules:
 
 * A *last* line that is not valid JSON is the trace of an interrupted write: it is left out
   with a ``RuntimeWarning`` (its episode was never recorded). The evaluator also cuts it off
@@ -31,7 +32,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,19 @@ __all__ = [
     "LOCK_FILE",
     "MANIFEST_FILE",
     "SUMMARY_FILE",
+    "Episodes",
     "JournalError",
     "JournalReader",
     "JournalWriteError",
     "OutDirError",
+    "RecordKey",
     "RunLock",
     "RunLockedError",
     "Tail",
     "append_line",
     "check_writable",
     "open_out_dir",
+    "read_episodes",
     "record_key",
     "record_problem",
     "supersedes",
@@ -69,6 +73,7 @@ LOCK_FILE = ".lock"
 """Held (and holding the pid of the holder) while an evaluation writes the folder."""
 
 RecordKey = tuple[str, str, int, int]
+"""An episode's identity: agent, env id, episode index and reset seed (:func:`record_key`)."""
 
 
 class JournalError(ValueError):
@@ -173,6 +178,8 @@ class JournalReader:
 
     Args:
         path: The file.
+        stacklevel: Where the incomplete-last-line warning points: ``2`` is the code that
+            iterates, ``3`` its caller (a helper such as :func:`read_episodes`).
 
     Raises:
         JournalError: (while iterating) A line other than the last is not a JSON episode
@@ -180,8 +187,9 @@ class JournalReader:
         OSError: The file cannot be read.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, stacklevel: int = 2) -> None:
         self.path = Path(path)
+        self.stacklevel = stacklevel
         self.tail: Tail | None = None
         self.unterminated = False
 
@@ -219,7 +227,7 @@ class JournalReader:
                 f"({pending.reason}; an interrupted write): its episode was not recorded and "
                 "rerunning the same `dialogue-gym eval` command with this --out plays it again",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=self.stacklevel,
             )
 
     def _corrupt_message(self, bad: Tail) -> str:
@@ -253,6 +261,71 @@ class JournalReader:
         removed = size - self.tail.offset
         self.tail = None
         return removed
+
+
+@dataclasses.dataclass
+class Episodes:
+    """The episodes of one ``episodes.jsonl``, one record each (see :func:`read_episodes`).
+
+    Attributes:
+        records: The record that stands for each episode (:func:`record_key`), in the order
+            the episodes first appear in the file.
+        duplicates: How many records were left out or replaced as repeats of an episode.
+    """
+
+    records: dict[RecordKey, dict[str, Any]]
+    duplicates: int = 0
+
+
+def read_episodes(
+    path: str | Path,
+    *,
+    take: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    on_store: Callable[[Mapping[RecordKey, dict[str, Any]], RecordKey, bool], None] | None = None,
+    repair: bool = False,
+) -> Episodes:
+    """Reads the episodes of a journal: the one reader of evaluation resume and the report.
+
+    Records stream through :class:`JournalReader` (its rules), and a repeat of an episode
+    replaces the stored record only when :func:`supersedes` says so.
+
+    Args:
+        path: The ``episodes.jsonl`` file.
+        take: Called on every record in file order (repeats included) before it is stored;
+            returns the record to store (e.g. a trimmed copy) or ``None`` to pass over it.
+            It may raise to refuse the file (e.g. records of another configuration).
+        on_store: Called after a record was stored under its key, with ``True`` for the first
+            record of an episode and ``False`` for one that replaced an earlier record; it
+            may trim stored records to bound memory (the report's transcript budget).
+        repair: Make the file end with a whole line afterwards (:meth:`JournalReader.repair`),
+            as the evaluator does before appending.
+
+    Returns:
+        The episodes.
+
+    Raises:
+        JournalError: A line other than the last is not a JSON episode record.
+        OSError: The file cannot be read.
+    """
+    reader = JournalReader(path, stacklevel=3)  # the warning points at our caller
+    episodes = Episodes({})
+    records = episodes.records
+    for _, raw in reader:
+        record = raw if take is None else take(raw)
+        if record is None:
+            continue
+        key = record_key(record)
+        kept = records.get(key)
+        if kept is not None:
+            episodes.duplicates += 1
+            if not supersedes(kept, record):
+                continue
+        records[key] = record
+        if on_store is not None:
+            on_store(records, key, kept is None)
+    if repair:
+        reader.repair()
+    return episodes
 
 
 # -- writing -----------------------------------------------------------------------------------

@@ -59,9 +59,8 @@ from dialogue_gym.journal import (
     EPISODES_FILE,
     SUMMARY_FILE,
     JournalError,
-    JournalReader,
-    record_key,
-    supersedes,
+    RecordKey,
+    read_episodes,
 )
 
 __all__ = [
@@ -186,52 +185,54 @@ class _DetailBudget:
 
     def __init__(self, cap: int | None) -> None:
         self.cap = cap
-        # Per group: max-heaps (negated order keys) of record positions in ``records``.
-        self.first: dict[tuple[str, str], list[tuple[tuple[int, int], int]]] = {}
-        self.errored: dict[tuple[str, str], list[tuple[tuple[int, int], int]]] = {}
-        self.kept: dict[int, int] = {}  # position -> number of heaps holding it
+        # Per group: max-heaps (negated order keys) of the keys of the records kept whole.
+        self.first: dict[tuple[str, str], list[tuple[tuple[int, int], RecordKey]]] = {}
+        self.errored: dict[tuple[str, str], list[tuple[tuple[int, int], RecordKey]]] = {}
+        self.kept: dict[RecordKey, int] = {}  # record key -> number of heaps holding it
 
-    def add(self, records: list[dict[str, Any]], position: int) -> None:
+    def stored(
+        self, records: Mapping[RecordKey, dict[str, Any]], key: RecordKey, new: bool
+    ) -> None:
+        """Takes the record just stored under ``key`` (``new``: the episode's first record).
+
+        A replacing record (same episode, so same order key) keeps the place of the one it
+        replaced: whole if that one was kept, stripped otherwise.
+        """
         if self.cap is None:
             return
-        record = records[position]
-        group = (record["agent"], record["env_id"])
-        order = _episode_order(record)
-        self._push(self.first.setdefault(group, []), self.cap, order, position, records)
-        if record.get("errored"):
-            heap = self.errored.setdefault(group, [])
-            self._push(heap, 2 * self.cap, order, position, records)
-        if not self.kept.get(position):
-            _strip(record)
-
-    def replace(self, records: list[dict[str, Any]], position: int, record: dict[str, Any]) -> None:
-        """Puts ``record`` (same episode, so same order key) at ``position``."""
-        records[position] = record
-        if self.cap is not None and not self.kept.get(position):
+        record = records[key]
+        if new:
+            group = (record["agent"], record["env_id"])
+            order = _episode_order(record)
+            self._push(self.first.setdefault(group, []), self.cap, order, key, records)
+            if record.get("errored"):
+                heap = self.errored.setdefault(group, [])
+                self._push(heap, 2 * self.cap, order, key, records)
+        if not self.kept.get(key):
             _strip(record)
 
     def _push(
         self,
-        heap: list[tuple[tuple[int, int], int]],
+        heap: list[tuple[tuple[int, int], RecordKey]],
         size: int,
         order: tuple[int, int],
-        position: int,
-        records: list[dict[str, Any]],
+        key: RecordKey,
+        records: Mapping[RecordKey, dict[str, Any]],
     ) -> None:
         if size <= 0:
             return
-        key = (-order[0], -order[1])
+        negated = (-order[0], -order[1])
         if len(heap) < size:
-            heapq.heappush(heap, (key, position))
-        elif key > heap[0][0]:
-            _, evicted = heapq.heapreplace(heap, (key, position))
+            heapq.heappush(heap, (negated, key))
+        elif negated > heap[0][0]:
+            _, evicted = heapq.heapreplace(heap, (negated, key))
             self.kept[evicted] -= 1
             if not self.kept[evicted]:
                 del self.kept[evicted]
                 _strip(records[evicted])
         else:
             return
-        self.kept[position] = self.kept.get(position, 0) + 1
+        self.kept[key] = self.kept.get(key, 0) + 1
 
 
 def _strip(record: dict[str, Any]) -> None:
@@ -269,28 +270,16 @@ def load_run(run_dir: str | Path, max_transcripts: int | None = None) -> Run:
             f"{path}: no {EPISODES_FILE} here (is it the --out directory of `dialogue-gym eval`?)"
         )
     budget = _DetailBudget(max_transcripts)
-    records: list[dict[str, Any]] = []
-    positions: dict[tuple[str, str, int, int], int] = {}
-    duplicates = 0
     try:
-        for _, record in JournalReader(episodes_path):
-            key = record_key(record)
-            position = positions.get(key)
-            if position is None:
-                positions[key] = len(records)
-                records.append(record)
-                budget.add(records, len(records) - 1)
-                continue
-            duplicates += 1
-            if supersedes(records[position], record):
-                budget.replace(records, position, record)
+        episodes = read_episodes(episodes_path, on_store=budget.stored)
     except JournalError as exc:
         raise ReportError(str(exc)) from None
     except OSError as exc:
         raise ReportError(f"{episodes_path}: cannot read ({exc.strerror or exc})") from None
-    if not records:
+    if not episodes.records:
         raise ReportError(f"{episodes_path}: no episode records (the run has not started?)")
-    return Run(path, records, _load_summary(path / SUMMARY_FILE), duplicates)
+    records = list(episodes.records.values())
+    return Run(path, records, _load_summary(path / SUMMARY_FILE), episodes.duplicates)
 
 
 def _load_summary(path: Path) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from dialogue_gym.journal import (
     JournalReader,
     RunLock,
     RunLockedError,
+    read_episodes,
     supersedes,
     write_json,
 )
@@ -108,6 +109,41 @@ def test_reader_rules(tmp_path: Path) -> None:
     assert supersedes({"errored": True}, {"errored": False})
     assert supersedes({"errored": True}, {"errored": True})
     assert not supersedes({"errored": False}, {"errored": True})
+
+
+def test_read_episodes_keeps_one_record_per_episode(tmp_path: Path) -> None:
+    def record(episode: int, errored: bool = False, agent: str = "a") -> str:
+        body = {"agent": agent, "env_id": "E", "episode": episode, "seed": episode}
+        return json.dumps({**body, "success": not errored, "errored": errored})
+
+    path = tmp_path / EPISODES_FILE
+    lines = [record(0, errored=True), record(1), record(0), record(1, errored=True), record(2)]
+    path.write_text("\n".join([*lines, record(5, agent="b")]) + "\n", encoding="utf-8")
+    stored: list[tuple[int, bool]] = []
+
+    episodes = read_episodes(
+        path,
+        take=lambda r: None if r["agent"] == "b" else {**r, "taken": True},
+        on_store=lambda records, key, new: stored.append((key[2], new)),
+    )
+    # The errored first record of episode 0 is replaced in place; episode 1's repeat is not.
+    assert [(k[2], r["errored"]) for k, r in episodes.records.items()] == [
+        (0, False),
+        (1, False),
+        (2, False),
+    ]
+    assert all(r["taken"] for r in episodes.records.values())
+    assert episodes.duplicates == 2
+    assert stored == [(0, True), (1, True), (0, False), (2, True)]
+
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('{"agent": "a", "env')  # an interrupted last write
+    with pytest.warns(RuntimeWarning, match=":7: ignoring"):
+        assert len(read_episodes(path).records) == 4
+    assert path.read_text(encoding="utf-8").endswith('"env')  # left as it is without repair
+    with pytest.warns(RuntimeWarning, match=":7: ignoring"):
+        read_episodes(path, repair=True)
+    assert path.read_text(encoding="utf-8").endswith("\n")
 
 
 def test_concurrent_json_writers_and_readers_never_see_invalid_json(tmp_path: Path) -> None:

@@ -46,10 +46,7 @@ the price parser see the same text, so a price or a cue hidden from one is hidde
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -57,16 +54,29 @@ import numpy as np
 from dialogue_gym.cards import CardError, TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.prices import format_price, mask_prices, offer_in
+from dialogue_gym.prices import format_price, offer_in
 from dialogue_gym.stance import classify_stance
-from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.latent_state import toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
-from dialogue_gym.users.presets import calibrated
+from dialogue_gym.users.seller_dynamics import (
+    RESOLVED,
+    ArgumentProgress,
+    SellerDynamics,
+    TurnEffect,
+)
+from dialogue_gym.users.seller_listings import Listing, card_texts, listing_bank, price_step
+from dialogue_gym.users.seller_presets import (
+    HARD,
+    SELLER_PRESETS,
+    SOFT,
+    SellerPreset,
+    seller_preset,
+)
 from dialogue_gym.users.wording import pick_unused
 
+# The listings and presets live in their own modules; their names stay importable from here.
 __all__ = [
     "HARD",
     "SELLER_PRESETS",
@@ -79,39 +89,6 @@ __all__ = [
     "seller_preset",
 ]
 
-UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
-
-
-# -- listings ------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Listing:
-    """One item for sale.
-
-    Attributes:
-        id: Stable id within the card's bank, e.g. ``"CB-L0042"``.
-        category: ``furniture``, ``bikes``, ``electronics``, ``housing``, ``cars`` or ``phones``.
-        title: The item, e.g. ``"2012 Honda Civic LX with 98k miles"``.
-        price: The listing price (``p_seller``: the seller's target).
-        buyer_target: The buyer's target price (``p_buyer``).
-        bottom_quantile: Where the hidden bottom line sits inside the preset's range (0..1).
-        highlight: A selling point the seller mentions.
-        flaw: The item's flaw, which the seller admits when asked about the condition.
-        unit: Text after the listing price in the opening (``" a month"`` for rentals).
-    """
-
-    id: str
-    category: str
-    title: str
-    price: float
-    buyer_target: float
-    bottom_quantile: float
-    highlight: str
-    flaw: str
-    unit: str = ""
-
-
 _START_MOOD = 0.1
 # The seller's z_0 scalars (receptivity, confidence, valence): guarded, uncommitted, polite.
 _START_SCALARS = (0.16, 0.35, _START_MOOD)
@@ -119,246 +96,11 @@ _START_SCALARS = (0.16, 0.35, _START_MOOD)
 _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
 
 
-def price_step(price: float) -> float:
-    """The granularity a seller quotes prices in: $5 under $200 … $100 from $10,000."""
-    for limit, step in ((200, 5.0), (1000, 10.0), (3000, 25.0), (10000, 50.0)):
-        if price < limit:
-            return step
-    return 100.0
-
-
-def _texts(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = table.get(key)
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise CardError(f"{where}.{key}: expected a non-empty list of strings")
-    return tuple(value)
-
-
-@functools.lru_cache(maxsize=16)
-def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
-    """Generates the card's listing bank (``[listings]``) deterministically from its seed.
-
-    Raises:
-        CardError: The card has no valid ``[listings]`` section.
-    """
-    spec = card.extra.get("listings")
-    if not isinstance(spec, Mapping):
-        raise CardError(f"card {card.id!r}: the seller model needs a [listings] section")
-    categories = spec.get("categories")
-    if not isinstance(categories, list) or not categories:
-        raise CardError("listings.categories: expected at least one [[listings.categories]]")
-    fraction = float(spec.get("buyer_target_fraction", 0.7))
-    if not 0.0 < fraction < 1.0:
-        raise CardError("listings.buyer_target_fraction must be in (0, 1)")
-    parsed = []
-    for category in categories:
-        where = f"listings.categories.{category.get('id')}"
-        items = category.get("items")
-        if not isinstance(items, list) or not items:
-            raise CardError(f"{where}.items: expected a non-empty list")
-        for item in items:
-            low, high = float(item.get("low", 0)), float(item.get("high", 0))
-            if not (isinstance(item.get("title"), str) and 0 < low <= high):
-                raise CardError(f"{where}.items: each item needs a title and 0 < low <= high")
-        parsed.append(
-            (
-                str(category.get("id")),
-                items,
-                _texts(category, "highlights", where),
-                _texts(category, "flaws", where),
-                str(category.get("unit", "")),
-            )
-        )
-    count = int(spec.get("count", 240))
-    if count < 1:
-        raise CardError("listings.count must be >= 1")
-    rng = np.random.default_rng(int(spec.get("seed", 0)))
-    bank = []
-    for index in range(count):
-        category_id, items, highlights, flaws, unit = parsed[int(rng.integers(len(parsed)))]
-        item = items[int(rng.integers(len(items)))]
-        raw = float(rng.uniform(float(item["low"]), float(item["high"])))
-        step = price_step(raw)
-        price = max(step, round(raw / step) * step)
-        bank.append(
-            Listing(
-                id=f"{card.id}-L{index:04d}",
-                category=category_id,
-                title=str(item["title"]),
-                price=price,
-                buyer_target=float(round(price * fraction)),
-                bottom_quantile=round(float(rng.uniform(0.0, 1.0)), 3),
-                highlight=highlights[int(rng.integers(len(highlights)))],
-                flaw=flaws[int(rng.integers(len(flaws)))],
-                unit=unit,
-            )
-        )
-    return tuple(bank)
-
-
-# -- presets -------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class SellerPreset:
-    """Parameters of the seller dynamics; ``SOFT`` and ``HARD`` are the shipped presets.
-
-    Fractions "of the gap" are of the distance between the current ask and the bottom line.
-
-    Attributes:
-        name: Preset name.
-        floor_range: The bottom line's range as fractions of the listing price.
-        arg_gain: Share of the gap one argument takes (times its weight).
-        off_weight: Weight of an argument the persona is not especially receptive to (the
-            persona's own concerns weigh their strength, 0.35..1).
-        max_gain: Cap on the share of the gap taken in one turn.
-        bare_step: Share of the gap conceded to a bare offer or request.
-        close_gap: Accept an offer above the bottom line this close to the ask (× listing).
-        positive_gap: An offer this close to the ask (× listing) makes the seller positive.
-        insult_fraction: Offers below this fraction of the listing are insulting low-balls.
-        harden: Share of (listing − ask) the ask moves back up after an insult.
-        walk_after: Insults after which the seller walks away.
-        unlock_threshold: Addressing score that counts as an argument.
-        unlock_margin: A turn *touches* an argument when its score reaches
-            ``unlock_threshold`` and lies within this margin of the turn's best score (a side
-            match far below the best one is not an argument).
-        tie_margin: Touched arguments within this margin of the best score are tied; a tie
-            goes to the persona's own (strongest) concern. Only one argument is credited per
-            turn: the best (after tie-breaking), with its share of the turn's one unit of
-            credit when the turn touches several (split in proportion to their scores; about
-            ``1/k`` for ``k`` arguments argued alike). If it is exhausted, the turn earns
-            nothing.
-        stuffing_mood: Mood lost by a turn that touches two or more arguments at once
-            (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
-            real cost is that its credit is split.
-        proactive_credit: Share of an argument's gain it earns before the seller has voiced
-            that concern (closed loop: an argument answering what the seller said it cares
-            about counts in full; the same argument recited blind counts this much).
-        anti_threshold: Anti-pattern score that counts as an insult.
-        cave_prob: Probability of giving in to an offer below the acceptable price without a
-            reason (the soft-seller bias; not justified).
-        cave_growth: Added to ``cave_prob`` for every earlier offer without a reason.
-        cave_min: Never gives in below this fraction of the listing.
-        drift_prob: Probability of an extra concession without a reason on a bare turn.
-        drift_step: Share of the gap that unreasoned concession takes (not justified).
-        rapport_gain: Mood gained from a greeting or a friendly question (twice at most).
-    """
-
-    name: str
-    floor_range: tuple[float, float]
-    arg_gain: float
-    off_weight: float
-    bare_step: float
-    close_gap: float
-    positive_gap: float
-    insult_fraction: float
-    harden: float
-    walk_after: int
-    max_gain: float = 0.6
-    unlock_threshold: float = 0.5
-    unlock_margin: float = 0.3
-    tie_margin: float = 0.02
-    stuffing_mood: float = 0.05
-    proactive_credit: float = 0.5
-    anti_threshold: float = 0.6
-    cave_prob: float = 0.0
-    cave_growth: float = 0.0
-    cave_min: float = 0.25
-    drift_prob: float = 0.0
-    drift_step: float = 0.0
-    rapport_gain: float = 0.1
-
-    def __post_init__(self) -> None:
-        low, high = self.floor_range
-        if not 0.0 < low <= high <= 1.0:
-            raise ValueError(f"floor_range must satisfy 0 < low <= high <= 1, got {low, high}")
-        if self.walk_after < 1:
-            raise ValueError("walk_after must be >= 1")
-
-
-HARD = SellerPreset(
-    name="hard",
-    floor_range=(0.8, 0.9),
-    arg_gain=0.3,
-    off_weight=0.0,  # a hard seller is moved only by reasons it cares about
-    bare_step=0.04,
-    close_gap=0.015,
-    positive_gap=0.06,
-    insult_fraction=0.55,
-    harden=0.5,
-    walk_after=2,
-)
-SOFT = SellerPreset(
-    name="soft",
-    floor_range=(0.55, 0.7),
-    arg_gain=0.45,
-    off_weight=0.7,
-    bare_step=0.12,
-    close_gap=0.06,
-    positive_gap=0.12,
-    insult_fraction=0.45,
-    harden=0.15,
-    walk_after=5,
-    max_gain=0.75,
-    cave_prob=0.05,
-    cave_growth=0.03,
-    drift_prob=0.3,
-    drift_step=0.3,
-    rapport_gain=0.15,
-)
-SELLER_PRESETS = {"soft": SOFT, "hard": HARD}
-
-
-def seller_preset(card: TaskCard, name: str) -> SellerPreset:
-    """The shipped preset ``name`` with the card's ``[seller.presets.<name>]`` overrides.
-
-    Raises:
-        ValueError: Unknown preset name or field.
-    """
-    overrides = dict(card.extra.get("seller", {}).get("presets", {}).get(name, {}))
-    if "floor_range" in overrides:  # TOML gives a list; the preset holds a tuple
-        overrides["floor_range"] = tuple(float(v) for v in overrides["floor_range"])
-    where = f"card {card.id!r}: seller.presets.{name}"
-    return calibrated(SELLER_PRESETS, name, overrides, where, "seller")
-
-
-# -- the seller ----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Argument:
-    """How far the buyer has pressed one kind of argument (a concern of the card)."""
-
-    needed: int
-    strength: float  # the persona's receptivity; 0 when it is not one of the persona's concerns
-    progress: int = 0
-    voiced: bool = False
-
-    @property
-    def status(self) -> str:
-        if self.progress >= self.needed:
-            return RESOLVED
-        return PARTIAL if self.progress > 0 else UNRESOLVED
-
-
-@dataclasses.dataclass
-class _Step:
-    """What one buyer turn did to the seller (internal)."""
-
-    kind: str
-    stance: str
-    justified: bool = True
-    events: list[str] = dataclasses.field(default_factory=list)
-    offer: float | None = None
-    addressed: list[str] = dataclasses.field(default_factory=list)
-    condition_question: bool = False
-
-
 _REQUIRED_SELLER_REPLIES = ("opening", "haggled", "cave", "walk_away", "after_walk", "after_deal")
 _REQUIRED_SELLER_MIND = ("belief_start", "belief_bad_faith", "desire_end", "intention_walk")
 
 
-class SellerUser:
+class SellerUser(SellerDynamics):
     """The embedded CraigslistBargain seller; see the module docstring.
 
     Args:
@@ -385,7 +127,7 @@ class SellerUser:
             )
         seller = card.extra.get("seller", {})
         self._replies = {
-            key: _texts(seller.get("replies", {}), key, "seller.replies")
+            key: card_texts(seller.get("replies", {}), key, "seller.replies")
             for key in _REQUIRED_SELLER_REPLIES
         }
         self._mind = {
@@ -425,7 +167,7 @@ class SellerUser:
         )
         strengths = dict(persona.concerns)
         self.arguments = {
-            c.id: _Argument(
+            c.id: ArgumentProgress(
                 needed=c.resistance + int(strengths.get(c.id, 0.0) >= 0.8),
                 strength=strengths.get(c.id, 0.0),
             )
@@ -472,21 +214,6 @@ class SellerUser:
         """The buyer's target price (``p_buyer``)."""
         return self.listing.buyer_target
 
-    @property
-    def stated_ask(self) -> float:
-        """The current ask as the seller would quote it (rounded, never below the bottom line)."""
-        step = price_step(self.listing.price)
-        quoted = round(self.ask / step) * step
-        if quoted < self.bottom_line:
-            quoted = math.ceil(self.bottom_line / step - 1e-9) * step
-        return float(min(quoted, self.listing.price))
-
-    @property
-    def concession(self) -> float:
-        """How far the ask has come down from the listing towards the bottom line (0..1)."""
-        gap = self.listing.price - self.bottom_line
-        return float(np.clip((self.listing.price - self.ask) / gap, 0.0, 1.0)) if gap > 0 else 1.0
-
     def profile(self) -> str:
         """The seller's own view: background, the listing and the bottom line."""
         listing = self.listing
@@ -530,250 +257,6 @@ class SellerUser:
             },
         }
 
-    # -- perception and dynamics ---------------------------------------------------------------
-
-    def _cue(self, name: str, text: str) -> bool:
-        return any(p.search(text) for p in self.card.cues.get(name, ()))
-
-    def _weight(self, cid: str) -> float:
-        arg = self.arguments[cid]
-        if arg.strength > 0:
-            return arg.strength
-        return self.preset.off_weight * self.card.concern(cid).blocking_weight
-
-    def _acceptable(self, offer: float) -> bool:
-        """A rational seller in this state takes ``offer``."""
-        if offer >= self.stated_ask - 1e-6 or offer >= self.ask - 1e-6:
-            return True
-        gap = self.preset.close_gap * self.listing.price
-        return offer >= self.bottom_line and self.ask - offer <= gap
-
-    def _concede(self, share: float) -> None:
-        self.ask = max(self.bottom_line, self.ask - share * (self.ask - self.bottom_line))
-
-    def _close(self, price: float, step: _Step, kind: str = "agree") -> _Step:
-        self.deal_price = float(round(price, 2))
-        self.mood = min(1.0, self.mood + 0.3)
-        step.kind, step.stance = kind, "agree"
-        step.events.append("deal")
-        return step
-
-    def _update(self, text: str) -> _Step:
-        """Updates the state from the buyer's turn; returns what happened."""
-        preset = self.preset
-        listing_price = self.listing.price
-        if self.walked:
-            return _Step("after_walk", "refused", events=["walked_away"])
-        if self.deal_price is not None:
-            return _Step("after_deal", "agree", events=["deal"])
-        # One view of the turn for the encoder, the cues and the price parser.
-        text = text_view(text, self.analyzer.encoder)
-        # Prices are masked before encoding: the argument does not depend on the number (and
-        # the encoder's cache then sees a template once).
-        p = self.analyzer.perceive(mask_prices(text, listing_price))
-        if p.empty:
-            self.mood -= 0.05
-            return _Step("empty", self._hold(), events=["empty"])
-        offer = offer_in(text, reference=listing_price)
-        repetition = bool(self.past_embeddings) and (
-            float(max(e @ p.embedding for e in self.past_embeddings)) >= 0.9
-        )
-        if offer is not None and offer != self.last_offer:
-            repetition = False  # the same words with a new price are a new offer
-        self.past_embeddings.append(p.embedding)
-        # Taking "your price" before the seller has named one is interest, not a deal.
-        accept = self._cue("accept", text) and self.opened
-        if offer is None and self._cue("split", text) and self.last_offer is not None:
-            offer = (self.last_offer + self.last_counter) / 2.0
-        step = _Step("counter", "neutral", offer=offer)
-        events = step.events
-        step.condition_question = p.question and self._cue("condition_question", text)
-        if offer is not None or p.ask:
-            events.append("ask")
-        if repetition:
-            events.append("repetition")
-        # The buyer takes the seller's last price (or offers at least as much).
-        if accept and (offer is None or offer >= self.last_counter - 1e-6):
-            events.append("accept")
-            return self._close(max(offer or 0.0, self.last_counter), step)
-        if p.off_topic and offer is None:
-            self.mood -= 0.05
-            events.append("off_topic")
-            step.kind, step.stance = "offtopic", self._hold()
-            return step
-        if offer is not None:
-            events.append("offer")
-        rude = self._cue("insult", text) or any(
-            p.anti[cid] >= preset.anti_threshold and p.anti[cid] > p.unlock[cid]
-            for cid in self.arguments
-        )
-        lowball = offer is not None and offer < preset.insult_fraction * listing_price
-        if p.pressure_cue:
-            self.mood -= 0.1
-            events.append("pressure")
-        if (p.greeting or p.question) and self.rapport_turns < 2 and offer is None and not rude:
-            self.rapport_turns += 1
-            self.mood += preset.rapport_gain
-            events.append("rapport")
-        if lowball or rude:
-            return self._insulted(step, lowball, rude)
-        bargaining = (
-            offer is not None
-            or accept
-            or any(self._cue(name, text) for name in ("haggle", "reject", "split"))
-        )
-        # A question about the item is an inquiry, not an argument ("any scratches?").
-        inquiry = p.question and not bargaining
-        # Arguments: the turn's one credited argument takes a share of the gap to the bottom line.
-        gain = 0.0
-        if not (repetition or inquiry):
-            cid = self._argument(p, events)
-            if cid is not None:
-                arg = self.arguments[cid]
-                if arg.progress >= arg.needed:
-                    events.append(f"exhausted:{cid}")
-                else:
-                    arg.progress += 1
-                    gain = preset.arg_gain * self._weight(cid) * self._share(p, cid)
-                    if not arg.voiced:
-                        gain *= preset.proactive_credit
-                    if gain > 0 and arg.strength == 0:
-                        # A reason this seller does not care about moves only an easy (soft)
-                        # seller, and that concession is its bias, not a reason (RCSR).
-                        step.justified = False
-                        events.append("unreasoned_concession")
-                    step.addressed.append(cid)
-                    events.append(f"addressed:{cid}")
-                    if not arg.voiced:
-                        events.append(f"proactive:{cid}")
-        self.addressed_last = list(step.addressed)
-        quoted = self.stated_ask
-        if gain > 0:
-            self._concede(min(gain, preset.max_gain))
-            self.anger = max(0.0, self.anger - 0.5)
-            self.mood = min(1.0, self.mood + 0.05)
-        elif bargaining and not repetition:
-            self._concede(preset.bare_step)
-            events.append("bare")
-            if preset.drift_prob > 0 and self._rng.random() < preset.drift_prob:
-                self._concede(preset.drift_step)  # the soft bias: more than a bare turn earns
-                step.justified = False
-                events.append("unreasoned_concession")
-        if offer is not None:
-            if self._acceptable(offer):
-                self.last_offer = offer
-                return self._close(offer, step)
-            if gain == 0:
-                self.unreasoned_offers += 1
-                if self._caves(offer):
-                    self.last_offer = offer
-                    step.justified = False
-                    events.append("cave")
-                    return self._close(offer, step, kind="cave")
-            self.last_offer = offer
-            close = self.stated_ask - offer <= preset.positive_gap * listing_price
-            step.stance = "positive" if close else "neutral"
-        else:
-            near = self.last_offer is not None and (
-                self.stated_ask - self.last_offer <= preset.positive_gap * listing_price
-            )
-            step.stance = "positive" if near and gain > 0 else "neutral"
-        if step.addressed:
-            step.kind = "ack"
-        elif offer is None and bargaining and self.stated_ask < quoted:
-            step.kind = "haggled"
-        elif offer is None and repetition:
-            step.kind = "repetition"
-        elif offer is None and (p.question or p.greeting):
-            step.kind = "inquiry" if p.question else "greeting"
-        self.last_counter = self.stated_ask
-        return step
-
-    def _touched(self, p: Any) -> list[str]:
-        """The arguments a turn touches: over the threshold, within the margin of its best."""
-        preset = self.preset
-        best = max(p.unlock.values(), default=0.0)
-        return [
-            cid
-            for cid in self.arguments
-            if p.unlock[cid] >= preset.unlock_threshold
-            and p.unlock[cid] >= p.anti[cid]
-            and p.unlock[cid] >= best - preset.unlock_margin
-        ]
-
-    def _share(self, p: Any, cid: str) -> float:
-        """The share of the turn's one unit of credit that its argument ``cid`` takes.
-
-        The unit is split over the arguments the turn touches in proportion to how strongly it
-        argues each: a turn making one reason keeps all of it (a faint side match costs
-        little), while a reason thrown in among several weighs about ``1/k`` of the same
-        reason made on its own — covering every topic blindly dilutes each of them, as with
-        the :class:`~dialogue_gym.users.cognitive.CognitiveUser`.
-        """
-        touched = self._touched(p)
-        total = sum(p.unlock[c] for c in touched)
-        return float(p.unlock[cid] / total) if cid in touched and total > 0 else 1.0
-
-    def _argument(self, p: Any, events: list[str]) -> str | None:
-        """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
-
-        A turn argues what it is closest to: a side match far below the best one (a remark on
-        wear that also resembles a market remark) does not count. Of the arguments it touches,
-        only the best is credited (near-ties: the persona's own, strongest concern); touching
-        two or more costs a little mood (``multi_topic``) and splits the turn's credit
-        (:meth:`_share`).
-        """
-        preset = self.preset
-        touched = self._touched(p)
-        if not touched:
-            return None
-        if len(touched) >= 2:
-            self.mood = max(-1.0, self.mood - preset.stuffing_mood)
-            events.append("multi_topic")
-        top = max(p.unlock[cid] for cid in touched)
-        tied = [cid for cid in touched if p.unlock[cid] >= top - preset.tie_margin]
-        # max() keeps the first of equals: the card's concern order breaks exact ties.
-        return max(tied, key=lambda cid: (self.arguments[cid].strength, p.unlock[cid]))
-
-    def _hold(self) -> str:
-        return self.decision if self.decision in ("neutral", "positive") else "neutral"
-
-    def _caves(self, offer: float) -> bool:
-        preset = self.preset
-        if preset.cave_prob <= 0 or offer < preset.cave_min * self.listing.price:
-            return False
-        chance = preset.cave_prob + preset.cave_growth * (self.unreasoned_offers - 1)
-        return bool(self._rng.random() < chance)
-
-    def _insulted(self, step: _Step, lowball: bool, rude: bool) -> _Step:
-        preset = self.preset
-        events = step.events
-        events.append("insult")
-        if lowball:
-            events.append("lowball")
-            self.unreasoned_offers += 1
-            if self._caves(step.offer or 0.0):
-                self.last_offer = step.offer
-                step.justified = False
-                events.append("cave")
-                return self._close(step.offer or 0.0, step, kind="cave")
-            self.last_offer = step.offer
-        self.insults += 1
-        self.anger += 1.0
-        self.mood = max(-1.0, self.mood - 0.3)
-        self.ask = min(
-            self.listing.price, self.ask + preset.harden * (self.listing.price - self.ask)
-        )
-        step.stance = "refused"
-        if self.insults >= preset.walk_after:
-            self.walked = True
-            events.append("walked_away")
-            step.kind = "walk_away"
-            return step
-        step.kind = "refuse" if self.insults == 1 else "pushback"
-        self.last_counter = self.stated_ask
-        return step
-
     # -- realization ---------------------------------------------------------------------------
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
@@ -791,7 +274,7 @@ class SellerUser:
                 return cid
         return None
 
-    def _fill(self, template: str, step: _Step, price: float | None = None) -> str:
+    def _fill(self, template: str, step: TurnEffect, price: float | None = None) -> str:
         values = {
             "price": format_price(self.stated_ask if price is None else price),
             "listing": format_price(self.listing.price),
@@ -804,7 +287,7 @@ class SellerUser:
         }
         return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
-    def _reply(self, key: str, step: _Step, price: float | None = None) -> str:
+    def _reply(self, key: str, step: TurnEffect, price: float | None = None) -> str:
         options = self.card.replies.get(key) or self._replies.get(key, ())
         if step.offer is None:
             options = tuple(t for t in options if "{offer}" not in t) or options
@@ -815,7 +298,7 @@ class SellerUser:
             template = template.replace("{concern_voice}", voice)
         return self._fill(template, step, price)
 
-    def _realize(self, step: _Step) -> str:
+    def _realize(self, step: TurnEffect) -> str:
         parts: list[str] = []
         first = not self.opened
         if first:

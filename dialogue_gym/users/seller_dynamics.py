@@ -1,0 +1,344 @@
+"""How a buyer turn moves the CraigslistBargain seller: perception, credit, offers, insults.
+
+:class:`SellerDynamics` is the seller's state machine (see :mod:`dialogue_gym.users.seller`
+for the rules): it reads one view of the buyer's turn, credits at most one argument per turn
+(its share of the turn's one unit of credit), moves the ask, and decides the stance, a deal, a
+cave-in or a walk-away. :class:`~dialogue_gym.users.seller.SellerUser` adds the episode state,
+the wording and the user protocol on top of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.prices import mask_prices, offer_in
+from dialogue_gym.text import text_view
+from dialogue_gym.users.analysis import UtteranceAnalyzer
+from dialogue_gym.users.seller_listings import Listing, price_step
+from dialogue_gym.users.seller_presets import SellerPreset
+
+__all__ = ["PARTIAL", "RESOLVED", "UNRESOLVED", "ArgumentProgress", "SellerDynamics", "TurnEffect"]
+
+UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
+
+
+@dataclasses.dataclass
+class ArgumentProgress:
+    """How far the buyer has pressed one kind of argument (a concern of the card)."""
+
+    needed: int
+    strength: float  # the persona's receptivity; 0 when it is not one of the persona's concerns
+    progress: int = 0
+    voiced: bool = False
+
+    @property
+    def status(self) -> str:
+        """``unresolved``, ``partially_addressed`` or ``resolved`` (pressed enough)."""
+        if self.progress >= self.needed:
+            return RESOLVED
+        return PARTIAL if self.progress > 0 else UNRESOLVED
+
+
+@dataclasses.dataclass
+class TurnEffect:
+    """What one buyer turn did to the seller (internal)."""
+
+    kind: str
+    stance: str
+    justified: bool = True
+    events: list[str] = dataclasses.field(default_factory=list)
+    offer: float | None = None
+    addressed: list[str] = dataclasses.field(default_factory=list)
+    condition_question: bool = False
+
+
+class SellerDynamics:
+    """The seller's perception and dynamics (mixed into :class:`SellerUser`).
+
+    The attributes below are the episode state :class:`SellerUser` sets up (``_begin``); this
+    class reads and moves them.
+    """
+
+    card: TaskCard
+    preset: SellerPreset
+    analyzer: UtteranceAnalyzer
+    listing: Listing
+    bottom_line: float
+    arguments: dict[str, ArgumentProgress]
+    ask: float
+    last_counter: float
+    last_offer: float | None
+    deal_price: float | None
+    walked: bool
+    insults: int
+    anger: float
+    mood: float
+    rapport_turns: int
+    unreasoned_offers: int
+    decision: str
+    opened: bool
+    addressed_last: list[str]
+    past_embeddings: list[np.ndarray]
+    _rng: np.random.Generator
+
+    @property
+    def stated_ask(self) -> float:
+        """The current ask as the seller would quote it (rounded, never below the bottom line)."""
+        step = price_step(self.listing.price)
+        quoted = round(self.ask / step) * step
+        if quoted < self.bottom_line:
+            quoted = math.ceil(self.bottom_line / step - 1e-9) * step
+        return float(min(quoted, self.listing.price))
+
+    @property
+    def concession(self) -> float:
+        """How far the ask has come down from the listing towards the bottom line (0..1)."""
+        gap = self.listing.price - self.bottom_line
+        return float(np.clip((self.listing.price - self.ask) / gap, 0.0, 1.0)) if gap > 0 else 1.0
+
+    def _cue(self, name: str, text: str) -> bool:
+        return any(p.search(text) for p in self.card.cues.get(name, ()))
+
+    def _weight(self, cid: str) -> float:
+        arg = self.arguments[cid]
+        if arg.strength > 0:
+            return arg.strength
+        return self.preset.off_weight * self.card.concern(cid).blocking_weight
+
+    def _acceptable(self, offer: float) -> bool:
+        """A rational seller in this state takes ``offer``."""
+        if offer >= self.stated_ask - 1e-6 or offer >= self.ask - 1e-6:
+            return True
+        gap = self.preset.close_gap * self.listing.price
+        return offer >= self.bottom_line and self.ask - offer <= gap
+
+    def _concede(self, share: float) -> None:
+        self.ask = max(self.bottom_line, self.ask - share * (self.ask - self.bottom_line))
+
+    def _close(self, price: float, step: TurnEffect, kind: str = "agree") -> TurnEffect:
+        self.deal_price = float(round(price, 2))
+        self.mood = min(1.0, self.mood + 0.3)
+        step.kind, step.stance = kind, "agree"
+        step.events.append("deal")
+        return step
+
+    def _update(self, text: str) -> TurnEffect:
+        """Updates the state from the buyer's turn; returns what happened."""
+        preset = self.preset
+        listing_price = self.listing.price
+        if self.walked:
+            return TurnEffect("after_walk", "refused", events=["walked_away"])
+        if self.deal_price is not None:
+            return TurnEffect("after_deal", "agree", events=["deal"])
+        # One view of the turn for the encoder, the cues and the price parser.
+        text = text_view(text, self.analyzer.encoder)
+        # Prices are masked before encoding: the argument does not depend on the number (and
+        # the encoder's cache then sees a template once).
+        p = self.analyzer.perceive(mask_prices(text, listing_price))
+        if p.empty:
+            self.mood -= 0.05
+            return TurnEffect("empty", self._hold(), events=["empty"])
+        offer = offer_in(text, reference=listing_price)
+        repetition = bool(self.past_embeddings) and (
+            float(max(e @ p.embedding for e in self.past_embeddings)) >= 0.9
+        )
+        if offer is not None and offer != self.last_offer:
+            repetition = False  # the same words with a new price are a new offer
+        self.past_embeddings.append(p.embedding)
+        # Taking "your price" before the seller has named one is interest, not a deal.
+        accept = self._cue("accept", text) and self.opened
+        if offer is None and self._cue("split", text) and self.last_offer is not None:
+            offer = (self.last_offer + self.last_counter) / 2.0
+        step = TurnEffect("counter", "neutral", offer=offer)
+        events = step.events
+        step.condition_question = p.question and self._cue("condition_question", text)
+        if offer is not None or p.ask:
+            events.append("ask")
+        if repetition:
+            events.append("repetition")
+        # The buyer takes the seller's last price (or offers at least as much).
+        if accept and (offer is None or offer >= self.last_counter - 1e-6):
+            events.append("accept")
+            return self._close(max(offer or 0.0, self.last_counter), step)
+        if p.off_topic and offer is None:
+            self.mood -= 0.05
+            events.append("off_topic")
+            step.kind, step.stance = "offtopic", self._hold()
+            return step
+        if offer is not None:
+            events.append("offer")
+        rude = self._cue("insult", text) or any(
+            p.anti[cid] >= preset.anti_threshold and p.anti[cid] > p.unlock[cid]
+            for cid in self.arguments
+        )
+        lowball = offer is not None and offer < preset.insult_fraction * listing_price
+        if p.pressure_cue:
+            self.mood -= 0.1
+            events.append("pressure")
+        if (p.greeting or p.question) and self.rapport_turns < 2 and offer is None and not rude:
+            self.rapport_turns += 1
+            self.mood += preset.rapport_gain
+            events.append("rapport")
+        if lowball or rude:
+            return self._insulted(step, lowball, rude)
+        bargaining = (
+            offer is not None
+            or accept
+            or any(self._cue(name, text) for name in ("haggle", "reject", "split"))
+        )
+        # A question about the item is an inquiry, not an argument ("any scratches?").
+        inquiry = p.question and not bargaining
+        # Arguments: the turn's one credited argument takes a share of the gap to the bottom line.
+        gain = 0.0
+        if not (repetition or inquiry):
+            cid = self._argument(p, events)
+            if cid is not None:
+                arg = self.arguments[cid]
+                if arg.progress >= arg.needed:
+                    events.append(f"exhausted:{cid}")
+                else:
+                    arg.progress += 1
+                    gain = preset.arg_gain * self._weight(cid) * self._share(p, cid)
+                    if not arg.voiced:
+                        gain *= preset.proactive_credit
+                    if gain > 0 and arg.strength == 0:
+                        # A reason this seller does not care about moves only an easy (soft)
+                        # seller, and that concession is its bias, not a reason (RCSR).
+                        step.justified = False
+                        events.append("unreasoned_concession")
+                    step.addressed.append(cid)
+                    events.append(f"addressed:{cid}")
+                    if not arg.voiced:
+                        events.append(f"proactive:{cid}")
+        self.addressed_last = list(step.addressed)
+        quoted = self.stated_ask
+        if gain > 0:
+            self._concede(min(gain, preset.max_gain))
+            self.anger = max(0.0, self.anger - 0.5)
+            self.mood = min(1.0, self.mood + 0.05)
+        elif bargaining and not repetition:
+            self._concede(preset.bare_step)
+            events.append("bare")
+            if preset.drift_prob > 0 and self._rng.random() < preset.drift_prob:
+                self._concede(preset.drift_step)  # the soft bias: more than a bare turn earns
+                step.justified = False
+                events.append("unreasoned_concession")
+        if offer is not None:
+            if self._acceptable(offer):
+                self.last_offer = offer
+                return self._close(offer, step)
+            if gain == 0:
+                self.unreasoned_offers += 1
+                if self._caves(offer):
+                    self.last_offer = offer
+                    step.justified = False
+                    events.append("cave")
+                    return self._close(offer, step, kind="cave")
+            self.last_offer = offer
+            close = self.stated_ask - offer <= preset.positive_gap * listing_price
+            step.stance = "positive" if close else "neutral"
+        else:
+            near = self.last_offer is not None and (
+                self.stated_ask - self.last_offer <= preset.positive_gap * listing_price
+            )
+            step.stance = "positive" if near and gain > 0 else "neutral"
+        if step.addressed:
+            step.kind = "ack"
+        elif offer is None and bargaining and self.stated_ask < quoted:
+            step.kind = "haggled"
+        elif offer is None and repetition:
+            step.kind = "repetition"
+        elif offer is None and (p.question or p.greeting):
+            step.kind = "inquiry" if p.question else "greeting"
+        self.last_counter = self.stated_ask
+        return step
+
+    def _touched(self, p: Any) -> list[str]:
+        """The arguments a turn touches: over the threshold, within the margin of its best."""
+        preset = self.preset
+        best = max(p.unlock.values(), default=0.0)
+        return [
+            cid
+            for cid in self.arguments
+            if p.unlock[cid] >= preset.unlock_threshold
+            and p.unlock[cid] >= p.anti[cid]
+            and p.unlock[cid] >= best - preset.unlock_margin
+        ]
+
+    def _share(self, p: Any, cid: str) -> float:
+        """The share of the turn's one unit of credit that its argument ``cid`` takes.
+
+        The unit is split over the arguments the turn touches in proportion to how strongly it
+        argues each: a turn making one reason keeps all of it (a faint side match costs
+        little), while a reason thrown in among several weighs about ``1/k`` of the same
+        reason made on its own — covering every topic blindly dilutes each of them, as with
+        the :class:`~dialogue_gym.users.cognitive.CognitiveUser`.
+        """
+        touched = self._touched(p)
+        total = sum(p.unlock[c] for c in touched)
+        return float(p.unlock[cid] / total) if cid in touched and total > 0 else 1.0
+
+    def _argument(self, p: Any, events: list[str]) -> str | None:
+        """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
+
+        A turn argues what it is closest to: a side match far below the best one (a remark on
+        wear that also resembles a market remark) does not count. Of the arguments it touches,
+        only the best is credited (near-ties: the persona's own, strongest concern); touching
+        two or more costs a little mood (``multi_topic``) and splits the turn's credit
+        (:meth:`_share`).
+        """
+        preset = self.preset
+        touched = self._touched(p)
+        if not touched:
+            return None
+        if len(touched) >= 2:
+            self.mood = max(-1.0, self.mood - preset.stuffing_mood)
+            events.append("multi_topic")
+        top = max(p.unlock[cid] for cid in touched)
+        tied = [cid for cid in touched if p.unlock[cid] >= top - preset.tie_margin]
+        # max() keeps the first of equals: the card's concern order breaks exact ties.
+        return max(tied, key=lambda cid: (self.arguments[cid].strength, p.unlock[cid]))
+
+    def _hold(self) -> str:
+        return self.decision if self.decision in ("neutral", "positive") else "neutral"
+
+    def _caves(self, offer: float) -> bool:
+        preset = self.preset
+        if preset.cave_prob <= 0 or offer < preset.cave_min * self.listing.price:
+            return False
+        chance = preset.cave_prob + preset.cave_growth * (self.unreasoned_offers - 1)
+        return bool(self._rng.random() < chance)
+
+    def _insulted(self, step: TurnEffect, lowball: bool, rude: bool) -> TurnEffect:
+        preset = self.preset
+        events = step.events
+        events.append("insult")
+        if lowball:
+            events.append("lowball")
+            self.unreasoned_offers += 1
+            if self._caves(step.offer or 0.0):
+                self.last_offer = step.offer
+                step.justified = False
+                events.append("cave")
+                return self._close(step.offer or 0.0, step, kind="cave")
+            self.last_offer = step.offer
+        self.insults += 1
+        self.anger += 1.0
+        self.mood = max(-1.0, self.mood - 0.3)
+        self.ask = min(
+            self.listing.price, self.ask + preset.harden * (self.listing.price - self.ask)
+        )
+        step.stance = "refused"
+        if self.insults >= preset.walk_after:
+            self.walked = True
+            events.append("walked_away")
+            step.kind = "walk_away"
+            return step
+        step.kind = "refuse" if self.insults == 1 else "pushback"
+        self.last_counter = self.stated_ask
+        return step

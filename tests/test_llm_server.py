@@ -181,9 +181,9 @@ def test_backoff_grows_exponentially_and_jitter_is_seeded(server):
     assert (usage.calls, usage.retries, usage.errors) == (0, 3, 1)
     a = backend_for(server, seed=7)
     b = backend_for(server, seed=7)
-    from dialogue_gym.backends.openai_backend import _Failure
+    from dialogue_gym.backends.openai_failures import Failure
 
-    fail = _Failure(True, "HTTP 500", "x")
+    fail = Failure(True, "HTTP 500", "x")
     assert [a._delay(k, fail) for k in range(4)] == [b._delay(k, fail) for k in range(4)]
 
 

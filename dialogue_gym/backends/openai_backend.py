@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import logging
-import math
 import os
 import random
 import threading
@@ -26,8 +24,6 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from dialogue_gym.backends.base import (
@@ -40,67 +36,21 @@ from dialogue_gym.backends.base import (
     apply_stop,
     canonical_json,
 )
+from dialogue_gym.backends.openai_failures import (
+    RETRYABLE_STATUS,
+    Failure,
+    MalformedResponse,
+    error_detail,
+    make_redactor,
+    parse_retry_after,
+    transport_errors,
+)
 
 __all__ = ["OpenAIBackend"]
 
 logger = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 NO_KEY_PLACEHOLDER = "no-key"  # sent to local servers (base_url given) when no key is set
-
-
-class _Malformed(Exception):
-    """A response that parsed but is not a usable chat completion (or a truncated stream)."""
-
-
-@dataclass
-class _Failure:
-    retryable: bool
-    kind: str
-    detail: str
-    status: int | None = None
-    retry_after: float | None = None
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = []
-    for module in ("httpx2", "httpx"):
-        try:
-            mod = __import__(module)
-        except ImportError:
-            continue
-        for name in ("TransportError", "StreamError", "DecodingError"):
-            cls = getattr(mod, name, None)
-            if isinstance(cls, type):
-                errors.append(cls)
-    return tuple(errors)
-
-
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            seconds = float(value) / 1000.0
-            return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    except (TypeError, ValueError):
-        pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class OpenAIBackend(BaseBackend):
@@ -199,13 +149,13 @@ class OpenAIBackend(BaseBackend):
             weakref.WeakKeyDictionary()
         )
         self._pool: ThreadPoolExecutor | None = None
-        self._transport_errors = _transport_errors()
+        self._transport_errors = transport_errors()
         key = os.environ.get(api_key_env) or None
         self._key_missing = key is None and base_url is None
         # The key lives only in these closures and inside the openai client objects.
         secret = key or NO_KEY_PLACEHOLDER
         self._secret: Callable[[], str] = lambda: secret
-        self._redact: Callable[[str], str] = _make_redactor(key)
+        self._redact: Callable[[str], str] = make_redactor(key)
 
     # -- clients --------------------------------------------------------------------------------
 
@@ -321,7 +271,7 @@ class OpenAIBackend(BaseBackend):
         n: int,
     ) -> list[Completion]:
         if len(texts) < n:
-            raise _Malformed(f"expected {n} choices, got {len(texts)}")
+            raise MalformedResponse(f"expected {n} choices, got {len(texts)}")
         out = []
         for k, (raw, finish) in enumerate(texts[:n]):
             text, _ = apply_stop(raw, params.stop)
@@ -344,13 +294,13 @@ class OpenAIBackend(BaseBackend):
     def _parse(self, response: Any, params: GenerationParams, n: int) -> list[Completion]:
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
-            raise _Malformed("response has no choices")
+            raise MalformedResponse("response has no choices")
         texts = []
         for choice in sorted(choices, key=lambda c: getattr(c, "index", 0) or 0):
             message = getattr(choice, "message", None)
             content = getattr(message, "content", None) if message is not None else None
             if content is not None and not isinstance(content, str):
-                raise _Malformed("choice content is not a string")
+                raise MalformedResponse("choice content is not a string")
             texts.append((content or "", getattr(choice, "finish_reason", None)))
         usage = getattr(response, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -378,7 +328,7 @@ class OpenAIBackend(BaseBackend):
     ) -> list[Completion]:
         missing = [i for i in range(n) if i not in state["finish"]]
         if missing:
-            raise _Malformed(f"stream ended without a finish reason for choice(s) {missing}")
+            raise MalformedResponse(f"stream ended without a finish reason for choice(s) {missing}")
         texts = [("".join(state["parts"].get(i, [])), state["finish"][i]) for i in range(n)]
         usage = state["usage"]
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -387,39 +337,39 @@ class OpenAIBackend(BaseBackend):
 
     # -- failures and backoff -------------------------------------------------------------------
 
-    def _classify(self, exc: BaseException) -> _Failure | None:
+    def _classify(self, exc: BaseException) -> Failure | None:
         """Describe a failed attempt, or ``None`` for an exception that is a bug here."""
         oa = self._openai
-        if isinstance(exc, _Malformed):
-            return _Failure(True, "malformed response", str(exc))
+        if isinstance(exc, MalformedResponse):
+            return Failure(True, "malformed response", str(exc))
         if isinstance(exc, oa.APITimeoutError):
-            return _Failure(True, "timeout", f"no answer within {self.timeout:g}s")
+            return Failure(True, "timeout", f"no answer within {self.timeout:g}s")
         if isinstance(exc, oa.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
-            return _Failure(True, "connection error", detail)
+            return Failure(True, "connection error", detail)
         if isinstance(exc, oa.APIStatusError):
             status = int(exc.status_code)
             retryable = status in RETRYABLE_STATUS or status >= 500
             retry_after = parse_retry_after(getattr(exc.response, "headers", None))
             kind = "rate limited (429)" if status == 429 else f"HTTP {status}"
-            return _Failure(retryable, kind, _error_detail(exc), status, retry_after)
+            return Failure(retryable, kind, error_detail(exc), status, retry_after)
         if isinstance(exc, oa.APIResponseValidationError | json.JSONDecodeError):
-            return _Failure(True, "malformed response", str(exc))
+            return Failure(True, "malformed response", str(exc))
         if self._transport_errors and isinstance(exc, self._transport_errors):
-            return _Failure(True, "connection error", f"{type(exc).__name__}: {exc}")
+            return Failure(True, "connection error", f"{type(exc).__name__}: {exc}")
         if isinstance(exc, oa.OpenAIError):
-            return _Failure(False, "client error", f"{type(exc).__name__}: {exc}")
+            return Failure(False, "client error", f"{type(exc).__name__}: {exc}")
         return None
 
-    def _delay(self, attempt: int, failure: _Failure) -> float:
+    def _delay(self, attempt: int, failure: Failure) -> float:
         if failure.retry_after is not None:
             return min(failure.retry_after, self.max_retry_after)
         with self._rng_lock:
             jitter = 0.5 + 0.5 * self._rng.random()
         return min(self.max_delay, self.base_delay * (2**attempt)) * jitter
 
-    def _give_up(self, failure: _Failure, attempts: int) -> BackendError:
+    def _give_up(self, failure: Failure, attempts: int) -> BackendError:
         detail = self._redact(failure.detail)[:500]
         where = f" at {self.base_url}" if self.base_url else ""
         return BackendError(
@@ -428,7 +378,7 @@ class OpenAIBackend(BaseBackend):
             status=failure.status,
         )
 
-    def _log_retry(self, failure: _Failure, attempt: int, delay: float) -> None:
+    def _log_retry(self, failure: Failure, attempt: int, delay: float) -> None:
         logger.warning(
             "%s: %s (attempt %d of %d); retrying in %.2fs: %s",
             self.name,
@@ -608,22 +558,3 @@ async def _close_at_loop_shutdown(client: Any) -> AsyncIterator[None]:
     finally:
         with contextlib.suppress(Exception):
             await client.close()
-
-
-def _error_detail(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping) and error.get("message"):
-            return str(error["message"])
-    return str(getattr(exc, "message", "") or exc)
-
-
-def _make_redactor(key: str | None) -> Callable[[str], str]:
-    if not key:
-        return lambda text: text
-
-    def redact(text: str) -> str:
-        return text.replace(key, "***")
-
-    return redact

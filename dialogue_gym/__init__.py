@@ -6,7 +6,15 @@ Quick start::
     env = dialogue_gym.make("P4G-hard")          # a PettingZoo ParallelEnv
     obs, infos = env.reset(seed=0)
     obs, rewards, terms, truncs, infos = env.step({"system": "Hi! Have you heard of ..."})
+
+The catalog is data: every card TOML shipped in ``envs/`` (the package ``dialogue_gym.catalog``)
+registers ``<id>-soft-v0`` and ``<id>-hard-v0`` at import, described from the card's title and
+``[catalog]`` section (:mod:`dialogue_gym.tasks`). Third-party tasks register through the
+``dialogue_gym.envs`` entry points or ``"module:Task-hard-v0"`` ids (:mod:`dialogue_gym.registry`).
 """
+
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from dialogue_gym.cards import builtin_cards
 from dialogue_gym.env import DialogueEnv
@@ -15,73 +23,27 @@ from dialogue_gym.mind import BDI, LatentSpace, RewardWeights
 from dialogue_gym.registry import (
     EnvSpec,
     RegistryError,
+    load_plugins,
     make,
     pprint_registry,
     register,
     registry,
     spec,
 )
+from dialogue_gym.tasks import register_card, task_cards
 
 __version__ = "0.1.0"
 
-# The shipped catalog: card file → (task id, what soft and hard users are). Each card gets a
-# ``-soft-v0`` and a ``-hard-v0`` env; cards are parsed only when an env is made.
-CATALOG = {
-    "p4g": (
-        "P4G",
-        "Persuasion for Good",
-        "over-compliant donors",
-        "donors who yield only to reasons",
-    ),
-    "esconv": (
-        "ESConv",
-        "emotional support",
-        "easily soothed seekers",
-        "seekers who need to be heard first",
-    ),
-    "ed": (
-        "ED",
-        "empathetic listening",
-        "easily satisfied speakers",
-        "speakers who need accurate validation",
-    ),
-    "cb": (
-        "CB",
-        "CraigslistBargain, system = buyer",
-        "sellers who accept buyer-favourable deals",
-        "sellers who hold their price",
-    ),
-    "merchant": (
-        "Merchant",
-        "merchant promotion sales call",
-        "agreeable merchants",
-        "merchants with latent concerns",
-    ),
-    "courier": (
-        "Courier",
-        "courier regional-bonus call",
-        "agreeable couriers",
-        "couriers with latent concerns",
-    ),
-}
+
+def _register_catalog() -> Mapping[str, tuple[str, ...]]:
+    """Registers every shipped card's envs; card name → the ids it registered."""
+    return MappingProxyType(
+        {name: tuple(s.id for s in register_card(name)) for name in builtin_cards()}
+    )
 
 
-def _register_catalog() -> None:
-    shipped = set(builtin_cards())
-    for card, (task, title, soft, hard) in CATALOG.items():
-        if card not in shipped:
-            continue
-        for preset, who in (("soft", soft), ("hard", hard)):
-            register(
-                f"{task}-{preset}-v0",
-                "dialogue_gym.env:DialogueEnv",
-                description=f"{title}; {preset}: {who}",
-                card=card,
-                user=preset,
-            )
-
-
-_register_catalog()
+CATALOG = _register_catalog()
+"""The shipped catalog: card name (``"p4g"``) → its env ids (``("P4G-soft-v0", "P4G-hard-v0")``)."""
 
 __all__ = [
     "BDI",
@@ -94,9 +56,12 @@ __all__ = [
     "RewardWeights",
     "__version__",
     "evaluate",
+    "load_plugins",
     "make",
     "pprint_registry",
     "register",
+    "register_card",
     "registry",
     "spec",
+    "task_cards",
 ]

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym import card_schema as schema
+from dialogue_gym import card_sections as sections
 from dialogue_gym.card_schema import CardError
+from dialogue_gym.card_sections import CatalogEntry, CorpusSpec, PromptWording
 from dialogue_gym.mind.bdi import BDI
 
 if sys.version_info >= (3, 11):
@@ -169,7 +171,9 @@ class TaskCard:
     simulator family (``"cognitive"``; ``"seller"`` for negotiation), ``decision_trigger`` says
     whether the user decides only when the system asks (``"ask"``: persuasion, sales) or on any
     turn (``"any"``: empathy), and ``extra`` keeps any other top-level section of the TOML for
-    task-specific components.
+    task-specific components. ``catalog``, ``corpus``, ``agent_family`` and ``prompts`` tie the
+    task to the registry, the corpus loaders, the hand-written agents and the LLM prompts
+    (:mod:`dialogue_gym.card_sections`).
     """
 
     id: str
@@ -194,6 +198,10 @@ class TaskCard:
     user_model: str = "cognitive"
     decision_trigger: str = "ask"
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    catalog: CatalogEntry = dataclasses.field(default_factory=CatalogEntry)
+    corpus: CorpusSpec | None = None
+    agent_family: str | None = None
+    prompts: PromptWording = dataclasses.field(default_factory=PromptWording)
 
     def concern(self, concern_id: str) -> Concern:
         """Returns a concern by id."""
@@ -238,6 +246,7 @@ STANCES = ("refused", "neutral", "positive", "agree")
 _SECTIONS = frozenset(
     {"schema_version", "task", "target", "judge", "cues", "strategies", "concerns"}
     | {"replies", "styles", "personas", "mind"}
+    | sections.SECTIONS
 )
 
 # Older cards name three slots with dedicated keys; they map onto generic slots.
@@ -443,18 +452,20 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
     cues_table = schema.table(data, "cues", "", default={})
     cues = {str(key): schema.patterns(cues_table, key, "cues") for key in cues_table}
     schema.check_extra_sections(data)
+    success_judge = _success_judge(judge)
+    user_role = schema.text(task, "user_role", "task", empty=False)
     return TaskCard(
         id=task_id,
         title=schema.text(task, "title", "task", default=task_id),
         description=schema.text(task, "description", "task"),
         system_role=schema.text(task, "system_role", "task", empty=False),
-        user_role=schema.text(task, "user_role", "task", empty=False),
+        user_role=user_role,
         goal=schema.text(task, "goal", "task"),
         user_goal=schema.text(task, "user_goal", "task", default=""),
         max_exchanges=schema.integer(task, "max_exchanges", "task", 1, schema.MAX_EXCHANGES, 8),
         domain=schema.texts(task, "domain", "task"),
         target=_target(schema.table(data, "target", "")),
-        success_judge=_success_judge(judge),
+        success_judge=success_judge,
         cues=cues,
         strategies=strategies,
         concerns=concerns,
@@ -466,6 +477,10 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
         user_model=schema.text(task, "user_model", "task", default="cognitive", empty=False),
         decision_trigger=schema.choice(task, "decision_trigger", "task", ("ask", "any"), "ask"),
         extra={k: v for k, v in data.items() if k not in _SECTIONS},
+        catalog=sections.parse_catalog(data),
+        corpus=sections.parse_corpus(data, tuple(s.name for s in strategies)),
+        agent_family=sections.parse_agent_family(data),
+        prompts=sections.parse_prompt_wording(data, success_judge.labels, user_role),
     )
 
 
@@ -494,6 +509,43 @@ def builtin_cards() -> list[str]:
     return sorted(p.name[: -len(".toml")] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
+@dataclasses.dataclass(frozen=True)
+class CardHeader:
+    """What the registry needs of a card, read without validating the rest of it.
+
+    Attributes:
+        id: ``task.id`` (the env ids' prefix).
+        title: ``task.title``.
+        catalog: The ``[catalog]`` section.
+        source: The card's name (``"p4g"``) or path, as given.
+    """
+
+    id: str
+    title: str
+    catalog: CatalogEntry
+    source: str
+
+
+def card_header(name_or_path: str | Path) -> CardHeader:
+    """Reads a card's ``[task]`` id and title and its ``[catalog]`` (the TOML is parsed once).
+
+    ``import dialogue_gym`` registers the shipped cards' envs from their headers; the whole
+    card is validated when an env is made (:func:`load_card`).
+
+    Raises:
+        FileNotFoundError: No such card.
+        CardError: Invalid TOML, or an invalid id, title or ``[catalog]``.
+    """
+    data, source = _read(name_or_path)
+    try:
+        task = schema.table(data, "task", "")
+        task_id = schema.text(task, "id", "task", empty=False)
+        title = schema.text(task, "title", "task", default=task_id)
+        return CardHeader(task_id, title, sections.parse_catalog(data), str(name_or_path))
+    except CardError as exc:
+        raise CardError(f"{source}: {exc}") from None
+
+
 @functools.lru_cache(maxsize=32)
 def load_card(name_or_path: str | Path) -> TaskCard:
     """Loads a shipped card by name (``"p4g"``) or any card file by path.
@@ -502,24 +554,31 @@ def load_card(name_or_path: str | Path) -> TaskCard:
         FileNotFoundError: No such card, with the names of the shipped ones.
         CardError: The card is invalid.
     """
+    data, source = _read(name_or_path)
+    return parse_card(data, source=source)
+
+
+@functools.lru_cache(maxsize=32)
+def _read(name_or_path: str | Path) -> tuple[Mapping[str, Any], str]:
+    """The parsed TOML of a card (shared by :func:`card_header` and :func:`load_card`)."""
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.exists():
-        return _load(path.read_bytes(), str(path))
+        return _toml(path.read_bytes(), str(path)), str(path)
     resource = resources.files("dialogue_gym.catalog") / f"{str(name_or_path).lower()}.toml"
     if not resource.is_file():
         raise FileNotFoundError(
             f"no task card {name_or_path!r}; shipped cards: {', '.join(builtin_cards())}"
         )
-    return _load(resource.read_bytes(), f"dialogue_gym.catalog/{resource.name}")
+    source = f"dialogue_gym.catalog/{resource.name}"
+    return _toml(resource.read_bytes(), source), source
 
 
-def _load(raw: bytes, source: str) -> TaskCard:
+def _toml(raw: bytes, source: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise CardError(f"{source}: not UTF-8 text ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise CardError(f"{source}: invalid TOML: {exc}") from None
     except RecursionError:
         raise CardError(f"{source}: invalid TOML: nested too deeply") from None
-    return parse_card(data, source=source)

@@ -16,12 +16,16 @@ The speaking seat's action must be a ``str`` (the system may pass
 reacts to it as silence; text longer than ``max_utterance_chars`` is truncated and lone
 surrogates are replaced, both flagged in ``infos[seat]["fallbacks"]``. ``step`` after the
 episode ended raises ``RuntimeError``.
+
+Everything task-specific comes from the card (``card=``): the user model, judges, target state
+and, with ``data=``, the real corpus its ``[corpus] name`` names. The user, the judges and the
+LLM backend are built in :mod:`dialogue_gym.env_components`; what the env reveals of the user
+(the privileged view, concern metrics) in :mod:`dialogue_gym.env_reveal`.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -31,38 +35,49 @@ from pettingzoo import ParallelEnv
 
 from dialogue_gym.card_schema import exchange_budget
 from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.judges import default_success_judge
+from dialogue_gym.env_components import (
+    CORPORA,
+    corpus_pools,
+    make_backend_for,
+    make_judges,
+    make_user,
+    pinned,
+)
+from dialogue_gym.env_reveal import (
+    CONCERN_EVENTS,
+    concern_metrics,
+    discounted,
+    privileged_view,
+    public_events,
+)
 from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
-from dialogue_gym.judges.embedded import StateRationalityJudge
 from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.mind.latent import LatentSpace, RewardWeights, system_reward, user_reward
 from dialogue_gym.spaces import Utterance
 from dialogue_gym.threads import apply_threads
-from dialogue_gym.users import build_user
 from dialogue_gym.users.base import UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import UserPreset
 
 if TYPE_CHECKING:  # the LLM stack loads only when an env uses it
     from dialogue_gym.backends.base import Backend
 
+__all__ = [
+    "CONCERN_EVENTS",
+    "CORPORA",
+    "SEATS",
+    "SPEAKER_ID",
+    "SYSTEM",
+    "USER",
+    "DialogueEnv",
+    "Policy",
+    "public_events",
+]
+
 SYSTEM, USER = "system", "user"
-# Task id → the corpus its real episodes come from (``data=``).
-CORPORA = {"P4G": "p4g", "ESConv": "esconv", "ED": "ed", "CB": "cb"}
 SEATS = (SYSTEM, USER)
-_PIN_POOLS = {"persona": "personas", "listing": "listings"}
-"""``reset(options=...)`` keys that pin the episode's user → the user's pool attribute."""
 SPEAKER_ID = {SYSTEM: 0, USER: 1}
-CONCERN_EVENTS = ("addressed", "proactive", "probed", "anti")
-"""User-event kinds that name a latent concern (``kind:<concern id>``): privileged, so they
-appear only in ``infos[seat]["privileged"]["user_events"]`` and in :meth:`DialogueEnv.revealed`;
-the unprivileged ``user_events`` keep the other events (``rapport``, ``ask``, ``pressure``, ...)."""
-
-
-def public_events(events: Sequence[str]) -> list[str]:
-    """The user events that reveal nothing of the user's latent concerns."""
-    return [e for e in events if e.split(":", 1)[0] not in CONCERN_EVENTS]
 
 
 Policy = Any  # any object with ``act(observation) -> action`` (see dialogue_gym.agents)
@@ -187,31 +202,26 @@ class DialogueEnv(ParallelEnv):
         if needs_llm and backend is None:
             raise ValueError("LLM components need backend=<spec or object>, e.g. 'openai:MODEL'")
         self.backend: Backend | None = (
-            _make_backend(backend, backend_cache, cache_mode, backend_options or {})
+            make_backend_for(backend, backend_cache, cache_mode, backend_options or {})
             if needs_llm
             else None
         )
         self._owns_backend = needs_llm and isinstance(backend, str)  # built here: closed here
         if isinstance(user, (str, UserPreset)):
-            pools = {} if data in (None, False) else self._corpus_pools(data, split, h0_turns)
-            user = self._make_user(user, realizer, pools)
+            pools: Mapping[str, Any] = {}
+            if data not in (None, False):
+                pools = corpus_pools(self.card, data, split, h0_turns)
+                self._openings.update(pools.openings)
+            user = make_user(self.card, self.encoder, user, realizer, self.backend, pools)
         elif data not in (None, False):
             raise ValueError("data= draws personas for the built-in users; pass a preset as user")
         self.user = user
         self.privileged = privileged
         self.student = student
         self.teacher = teacher or OracleTeacher()
-        if judges == "llm" and self.backend is not None:  # needs_llm: it was built above
-            if success_judge is None:
-                from dialogue_gym.judges.llm import LLMSuccessJudge
-
-                success_judge = LLMSuccessJudge(self.card, self.backend)
-            if rationality_judge is None:
-                from dialogue_gym.judges.llm import LLMRationalityJudge
-
-                rationality_judge = LLMRationalityJudge(self.card, self.backend)
-        self.success_judge = _build(success_judge, self.card, default_success_judge)
-        self.rationality_judge = _build(rationality_judge, self.card, StateRationalityJudge)
+        self.success_judge, self.rationality_judge = make_judges(
+            self.card, judges, self.backend, success_judge, rationality_judge
+        )
         self.max_utterance_chars = max_utterance_chars
         self.render_mode = render_mode
         self.env_id = env_id or f"{self.card.id}-custom"
@@ -289,7 +299,7 @@ class DialogueEnv(ParallelEnv):
         self._reset_state()
         self.agents = list(self.possible_agents)
         self._done = False
-        with self._pinned(options):
+        with pinned(self.user, options):
             self._z0_bdi = self.user.reset(self._rng)
         drawn = getattr(self.user, "listing", None) or getattr(self.user, "persona", None)
         self.history.extend(self._openings.get(getattr(drawn, "id", ""), ()))
@@ -302,8 +312,8 @@ class DialogueEnv(ParallelEnv):
         infos: dict[str, dict[str, Any]] = {a: self._base_info(a) for a in self.agents}
         if self.privileged:  # the teacher view needs P_int before the first system turn
             for seat in self.agents:
-                infos[seat]["privileged"] = self._privileged_view(
-                    self._z0_bdi, self._user_before, self._user_before
+                infos[seat]["privileged"] = privileged_view(
+                    self.card, self._z0_bdi, self._z0_bdi, self._user_before, self._user_before
                 )
         if SYSTEM not in self.external:
             self._internal_system_turn(infos)
@@ -383,76 +393,6 @@ class DialogueEnv(ParallelEnv):
             close()
 
     # -- internals -----------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _pinned(self, options: Mapping[str, Any] | None) -> Iterator[None]:
-        """Restricts the user's persona/listing pool to the pinned item during one reset."""
-        pins = {
-            key: value
-            for key, value in (options or {}).items()
-            if key in _PIN_POOLS and value is not None
-        }
-        # An LLM user delegates its persona draw to the state machine it wraps.
-        owner = getattr(self.user, "inner", self.user)
-        saved: dict[str, Any] = {}
-        try:
-            for key, value in pins.items():
-                pool = _PIN_POOLS[key]
-                if not isinstance(getattr(owner, pool, None), tuple):
-                    raise ValueError(
-                        f"reset(options={{{key!r}: ...}}): the {type(owner).__name__} user has "
-                        f"no {pool} pool to pin a {key} in"
-                    )
-                saved[pool] = getattr(owner, pool)
-                setattr(owner, pool, (value,))
-            yield
-        finally:
-            for pool, items in saved.items():
-                setattr(owner, pool, items)
-
-    def _make_user(
-        self, user: str | UserPreset, realizer: str, pools: Mapping[str, Any]
-    ) -> UserSimulator:
-        """The user named by a preset, ``"llm-<preset>"``, and the realizer choice."""
-        if isinstance(user, str) and user.startswith("llm-"):
-            from dialogue_gym.users.llm import LLMUser
-
-            return LLMUser(self.card, self.encoder, preset=user[4:], backend=self.backend, **pools)
-        if realizer == "llm":
-            if self.card.user_model != "cognitive":
-                raise ValueError(f"realizer='llm' needs a cognitive user; {self.card.id} has none")
-            from dialogue_gym.users.llm import LLMRealizedUser
-
-            return LLMRealizedUser(
-                self.card, self.encoder, preset=user, backend=self.backend, **pools
-            )
-        return build_user(self.card, self.encoder, user, **pools)
-
-    def _corpus_pools(
-        self, data: str | Path | bool, split: str, h0_turns: int
-    ) -> dict[str, tuple[Any, ...]]:
-        """User pools (personas, or a seller's listings) and openings from the task's corpus."""
-        from dialogue_gym.data import load_corpus, seeds_from  # the loaders are optional weight
-        from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
-
-        corpus = CORPORA.get(self.card.id)
-        if corpus is None:
-            raise ValueError(
-                f"task {self.card.id!r} has no corpus; corpora exist for {sorted(CORPORA)}"
-            )
-        path = Path(data) if isinstance(data, (str, Path)) else None  # True: $DIALOGUE_GYM_DATA
-        seeds = seeds_from(load_corpus(corpus, path, split=split), self.card.goal, h0_turns)
-        openings = {
-            f"{seed.corpus}:{seed.dialogue_id}": tuple((t.role, t.text) for t in seed.h0 if t.text)
-            for seed in seeds
-        }
-        if self.card.user_model == "seller":
-            pool: dict[str, tuple[Any, ...]] = {"listings": listings_from_seeds(self.card, seeds)}
-        else:
-            pool = {"personas": personas_from_seeds(self.card, seeds)}
-        ids = {item.id for items in pool.values() for item in items}
-        self._openings.update({key: turns for key, turns in openings.items() if key in ids})
-        return pool
 
     def _coerce(self, seat: str, action: Any, info: dict[str, Any]) -> tuple[str, Any]:
         estimate = None
@@ -585,75 +525,12 @@ class DialogueEnv(ParallelEnv):
             infos[seat]["fallbacks"].extend(fallbacks)
             if self.privileged:
                 infos[seat]["privileged"] = {
-                    **self._privileged_view(turn.bdi, self._user_before, privileged),
+                    **privileged_view(
+                        self.card, turn.bdi, self._z0_bdi, self._user_before, privileged
+                    ),
                     "user_events": list(turn.events),
                 }
         self._user_before = privileged
-
-    def _privileged_view(
-        self, bdi: BDI, before: Mapping[str, Any], after: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """``infos[seat]["privileged"]``: the hidden side of the user, never observed.
-
-        Holds the teacher state (``bdi``, ``initial_bdi``), the user's own privileged record
-        (``willingness``, ``decision``, ``concerns`` statuses, ...), and for SI-AVPO:
-
-        * ``internal_persona`` — P_int as data: per latent concern its ``facet``,
-          ``description``, resistance point (``resistance``; ``needed`` addressing turns for
-          this persona), ``strength``, ``blocking_weight``, unlock conditions (``unlock``
-          prototypes, ``unlock_cues`` regexes), anti-patterns (``anti_patterns``,
-          ``anti_cues``) and its current ``status``, ``progress``, ``voiced`` and ``phase``.
-        * ``delta_w`` — the willingness shift Δw of the last exchange (0 at ``reset``; ``None``
-          for users without a willingness).
-        * ``user_events`` (after a step) — all of the user's events of the exchange, the
-          concern events (:data:`CONCERN_EVENTS`, ``proactive:<id>``, ...) included; the
-          unprivileged ``user_events`` leave those out.
-        * ``transitions`` — the concerns whose phase the last exchange changed,
-          ``{id: [before, after]}``; phases are ``latent`` (unresolved, not voiced),
-          ``voiced`` (unresolved, raised by the user), ``partially_addressed`` and
-          ``resolved`` (e.g. ``{"platform_trust": ["latent", "voiced"]}``).
-        """
-        w_before, w_after = before.get("willingness"), after.get("willingness")
-        delta_w = None
-        if w_before is not None and w_after is not None:
-            delta_w = round(float(w_after) - float(w_before), 6)
-        phases_before = {cid: _phase(c) for cid, c in (before.get("concerns") or {}).items()}
-        phases = {cid: _phase(c) for cid, c in (after.get("concerns") or {}).items()}
-        return {
-            "bdi": bdi.to_dict(),
-            "initial_bdi": self._z0_bdi.to_dict(),
-            **after,
-            "internal_persona": {
-                "persona": after.get("persona"),
-                "concerns": {
-                    cid: {**self._concern_data(cid), **state, "phase": phases[cid]}
-                    for cid, state in (after.get("concerns") or {}).items()
-                },
-            },
-            "delta_w": delta_w,
-            "transitions": {
-                cid: [phases_before.get(cid, "absent"), phase]
-                for cid, phase in phases.items()
-                if phases_before.get(cid) != phase
-            },
-        }
-
-    def _concern_data(self, concern_id: str) -> dict[str, Any]:
-        """The card's static definition of a latent concern (empty if the card has none)."""
-        try:
-            concern = self.card.concern(concern_id)
-        except KeyError:
-            return {}
-        return {
-            "facet": concern.facet,
-            "description": concern.description,
-            "resistance": concern.resistance,
-            "blocking_weight": concern.blocking_weight,
-            "unlock": list(concern.unlock),
-            "unlock_cues": [cue.pattern for cue in concern.unlock_cues],
-            "anti_patterns": list(concern.anti),
-            "anti_cues": [cue.pattern for cue in concern.anti_cues],
-        }
 
     def _base_info(self, seat: str) -> dict[str, Any]:
         return {"exchange": self.exchange, "to_speak": self.turn == seat, "fallbacks": []}
@@ -693,12 +570,12 @@ class DialogueEnv(ParallelEnv):
             "labels": list(trace["labels"]),
             "scores": [round(v, 6) for v in trace["scores"]],
             # Returns Σ_t γ^t r_t (γ of the reward weights, MASP's objective) and the plain sums.
-            "return_system": _discounted(trace["r_system"], self.weights.gamma),
-            "return_user": _discounted(trace["r_user"], self.weights.gamma),
+            "return_system": discounted(trace["r_system"], self.weights.gamma),
+            "return_user": discounted(trace["r_user"], self.weights.gamma),
             "sum_reward_system": float(sum(trace["r_system"])),
             "sum_reward_user": float(sum(trace["r_user"])),
             "fallbacks": self._fallback_count,
-            **self._concern_metrics(),
+            **concern_metrics(self.user.privileged().get("concerns"), trace["events"]),
             **{k: v for k, v in self._outcome.items() if k in ("deal_price", "utility")},
         }
 
@@ -719,69 +596,3 @@ class DialogueEnv(ParallelEnv):
             "user_events": [list(events) for events in self._trace["events"]],
             "votes": list(self._trace["votes"]),
         }
-
-    def _concern_metrics(self) -> dict[str, float]:
-        """CSR and the two proactivity measures for users with latent concerns (CUS metrics).
-
-        * ``csr`` — the share of the user's latent concerns resolved at the end.
-        * ``proactivity`` — the share of the user's latent concerns the system addressed
-          *before* the user voiced them: how well it anticipated them instead of reacting.
-        * ``proactive_turns`` — the number of initiative-taking system turns (the per-dialogue
-          count the SI-AVPO paper reports): exchanges in which the system addressed a latent
-          concern the user had not voiced (user event ``proactive:<id>``) or probed one into
-          the open (an open question that made the user voice a concern it had not voiced:
-          ``probed:<id>``). An exchange counts once, however many concerns it touched.
-        """
-        concerns = self.user.privileged().get("concerns")
-        if not concerns:
-            return {}
-        resolved = sum(c["status"] == "resolved" for c in concerns.values())
-        anticipated = {
-            event.split(":", 1)[1]
-            for events in self._trace["events"]
-            for event in events
-            if event.startswith("proactive:")
-        }
-        initiative = sum(
-            any(
-                e.startswith(("proactive:", "probed:")) and e.split(":", 1)[1] in concerns
-                for e in events
-            )
-            for events in self._trace["events"]
-        )
-        return {
-            "csr": resolved / len(concerns),
-            "proactivity": len(anticipated & set(concerns)) / len(concerns),
-            "proactive_turns": initiative,
-        }
-
-
-def _discounted(rewards: Sequence[float], gamma: float) -> float:
-    """The episode's discounted return ``Σ_t γ^t r_t`` (t from 0 at the first exchange)."""
-    return float(sum(gamma**t * r for t, r in enumerate(rewards)))
-
-
-def _phase(concern: Mapping[str, Any]) -> str:
-    """A concern's phase: ``latent``, ``voiced``, ``partially_addressed`` or ``resolved``."""
-    status = str(concern.get("status", "unresolved"))
-    if status != "unresolved":
-        return status
-    return "voiced" if concern.get("voiced") else "latent"
-
-
-def _make_backend(
-    backend: Any, cache: str | Path | None, mode: str, options: Mapping[str, Any]
-) -> Any:
-    from dialogue_gym.backends import make_backend  # the LLM stack loads only when used
-
-    if not isinstance(backend, str):
-        return make_backend(backend, cache=cache, cache_mode=mode)
-    return make_backend(backend, cache=cache, cache_mode=mode, **options)
-
-
-def _build(component: Any, card: TaskCard, default: Callable[[TaskCard], Any]) -> Any:
-    if component is None:
-        return default(card)
-    if isinstance(component, type) or (callable(component) and not hasattr(component, "judge")):
-        return component(card)
-    return component

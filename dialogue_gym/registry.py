@@ -2,6 +2,31 @@
 
 Ids follow ``Task-user-vN`` (``P4G-hard-v0``). ``make("P4G-hard")`` resolves to the highest
 registered version; unknown ids fail with the closest registered ids.
+
+**Tasks come from cards**: :func:`dialogue_gym.tasks.register_card` registers a card's
+``<id>-soft-v0`` and ``<id>-hard-v0``; ``import dialogue_gym`` does so for every shipped card.
+
+**Third-party tasks** reach :func:`make`, :func:`dialogue_gym.evaluate` and the CLI
+(``dialogue-gym eval``, ``list``) in two ways:
+
+* the entry-point group ``dialogue_gym.envs`` (:data:`ENTRY_POINT_GROUP`): each entry point
+  names a module (registering its envs when imported) or a callable (called with no
+  arguments to register them). The group is loaded lazily, once, by :func:`load_plugins`: on
+  the first lookup of an unknown id and by :func:`pprint_registry`, never at import. A plugin
+  that fails to load is skipped with a ``RuntimeWarning``;
+* Gymnasium-style ids ``"module:Task-hard-v0"``: :func:`spec` imports ``module`` (which
+  registers its envs) and then looks up ``Task-hard-v0``.
+
+A plugin package holds its card TOML and a module such as::
+
+        import dialogue_gym
+
+    dialogue_gym.register_card(Path(__file__).with_name("mytask.toml"))
+
+with, in its ``pyproject.toml``::
+
+    [project.entry-points."dialogue_gym.envs"]
+    mytask = "mytask_plugin"
 """
 
 from __future__ import annotations
@@ -12,12 +37,18 @@ import hashlib
 import importlib
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from importlib.metadata import entry_points
+from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # env.py imports the whole simulator; make() loads it through the entry point
     from dialogue_gym.env import DialogueEnv
+
+ENTRY_POINT_GROUP = "dialogue_gym.envs"
+"""The entry-point group third-party packages register their envs under."""
+
 
 _ID = re.compile(r"^(?P<name>[A-Za-z0-9][\w.]*(?:-[A-Za-z][\w.]*)*?)(?:-v(?P<version>\d+))?$")
 
@@ -99,19 +130,77 @@ def register(
     return env_spec
 
 
-def spec(env_id: str) -> EnvSpec:
-    """Returns the spec of ``env_id`` (unversioned ids resolve to the latest version).
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Loads the ``dialogue_gym.envs`` entry points once (see the module docstring).
+
+    A plugin that fails to import or register is skipped with a ``RuntimeWarning`` naming it;
+    the others and the built-in envs stay usable.
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for plugin in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            hook = plugin.load()
+            if callable(hook) and not isinstance(hook, ModuleType):
+                hook()
+        except Exception as exc:  # a broken plugin must not take the others down
+            warnings.warn(
+                f"dialogue_gym: skipped the env plugin {plugin.name!r} ({plugin.value}) of the "
+                f"{ENTRY_POINT_GROUP!r} entry points: {type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+def _import_namespace(env_id: str) -> str:
+    """For ``"module:Task-hard-v0"``: imports ``module`` (it registers its envs); the id part.
 
     Raises:
-        RegistryError: Unknown id, naming the closest registered ids.
+        RegistryError: The module cannot be imported.
     """
-    if not isinstance(env_id, str):
-        raise TypeError(f"env id must be a str, got {type(env_id).__name__}")
+    module, _, name = env_id.partition(":")
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise RegistryError(
+            f"env id {env_id!r}: cannot import {module!r}, the module that should register "
+            f"{name!r} ({type(exc).__name__}: {exc})"
+        ) from exc
+    return name
+
+
+def _lookup(env_id: str) -> EnvSpec | None:
     if env_id in registry:
         return registry[env_id]
     versions = [s for s in registry.values() if s.name == env_id]
-    if versions:
-        return max(versions, key=lambda s: s.version)
+    return max(versions, key=lambda s: s.version) if versions else None
+
+
+def spec(env_id: str) -> EnvSpec:
+    """Returns the spec of ``env_id`` (unversioned ids resolve to the latest version).
+
+    ``"module:Task-hard-v0"`` imports ``module`` first; an id not registered yet loads the
+    ``dialogue_gym.envs`` plugins before failing.
+
+    Raises:
+        RegistryError: Unknown id, naming the closest registered ids, or a ``module:`` id
+            whose module cannot be imported.
+    """
+    if not isinstance(env_id, str):
+        raise TypeError(f"env id must be a str, got {type(env_id).__name__}")
+    if ":" in env_id:
+        env_id = _import_namespace(env_id)
+    found = _lookup(env_id)
+    if found is None:
+        load_plugins()
+        found = _lookup(env_id)
+    if found is not None:
+        return found
     close = difflib.get_close_matches(env_id, list(registry), n=3, cutoff=0.4)
     close += [k for k in registry if k.lower().startswith(env_id.lower()) and k not in close]
     hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
@@ -153,7 +242,8 @@ def make(env_id: str, **overrides: Any) -> DialogueEnv:
 
 
 def pprint_registry(file: Any = None) -> None:
-    """Prints the registered ids grouped by task."""
+    """Prints the registered ids grouped by task (plugins included)."""
+    load_plugins()
     by_task: dict[str, list[EnvSpec]] = {}
     for env_spec in sorted(registry.values(), key=lambda s: s.id):
         by_task.setdefault(env_spec.id.split("-")[0], []).append(env_spec)

@@ -186,6 +186,24 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "seller.mind.*": ("cb", BAD_STR),
     "seller.replies": ("cb", BAD_TABLE),
     "seller.replies.*": ("cb", BAD_TEXTS_NONEMPTY),
+    "catalog": ("p4g", BAD_TABLE),
+    "catalog.soft": ("p4g", [*BAD_STR, "", "  "]),
+    "catalog.hard": ("p4g", [*BAD_STR, "", "  "]),
+    "agents": ("p4g", BAD_TABLE),
+    "agents.family": ("p4g", BAD_CHOICE),
+    "corpus": ("p4g", BAD_TABLE),
+    "corpus.name": ("p4g", [*BAD_STR, "", "no_such_corpus"]),
+    "corpus.train_split": ("cb", BAD_CHOICE),
+    "corpus.sft_format": ("p4g", [*BAD_STR, "no_such_format"]),
+    "corpus.planner_format": ("p4g", [*BAD_STR, "no_such_format"]),
+    "corpus.label_aliases": ("p4g", BAD_TABLE),
+    "corpus.label_aliases.*": ("p4g", [*BAD_STR, "no_such_strategy"]),
+    "llm": ("p4g", BAD_TABLE),
+    "llm.judge_speakers": ("p4g", [*BAD_TEXTS_NONEMPTY, ["one"], ["a", "b", "c"], ["", "x"]]),
+    "llm.judge_prompt": ("p4g", [*BAD_CHOICE, "deal", "support"]),
+    "llm.annotator_hints": ("p4g", [5, NAN, [1], [True], [NAN], [["x"]], {}]),
+    "llm.stance_meanings": ("p4g", [*BAD_TABLE, {"agree": "x"}]),
+    "llm.stance_meanings.*": ("p4g", [*BAD_STR, "", "{nope}", "{user:>99999}"]),
 }
 _WILDCARDS = (
     "judge.success.labels",
@@ -199,6 +217,8 @@ _WILDCARDS = (
     "seller.presets",
     "seller.mind",
     "seller.replies",
+    "corpus.label_aliases",
+    "llm.stance_meanings",
 )
 
 

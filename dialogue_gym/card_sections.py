@@ -1,0 +1,287 @@
+"""The card sections that tie a task to the rest of the package: catalog, corpus, agents, LLMs.
+
+A built-in task is one TOML file in ``envs/``; these optional sections carry what other layers
+used to keep in per-task tables, so adding a task touches nothing else:
+
+``[catalog]``
+    ``soft`` and ``hard``: what the task's soft and hard users are. The registry lists
+    ``<id>-soft-v0`` and ``<id>-hard-v0`` as ``"<task.title>; soft: <soft>"`` (see
+    :func:`dialogue_gym.registry.register_card`).
+``[agents]``
+    ``family``: which hand-written agents play the task (``dialogue_gym_agents.dispatch`` maps
+    a family to its ``scripted``, bad and ``stall`` agents): ``persuasion``, ``support``,
+    ``listening``, ``negotiation`` or ``sales``.
+``[corpus]``
+    ``name``: the real corpus the task's episodes come from with ``make(..., data=...)``, one of
+    :data:`dialogue_gym.data.CORPORA` (a new corpus format needs a loader there);
+    ``train_split`` (default ``"train"``), ``sft_format`` and ``planner_format`` (formats of that
+    corpus the trainers read) and ``[corpus.label_aliases]`` (corpus strategy label → card
+    strategy, beyond identical names).
+``[llm]``
+    Task-specific wording of the LLM prompts (:mod:`dialogue_gym.llm.prompts`):
+    ``judge_speakers`` (the ``[system, user]`` names the paper's judge prompts use; default: the
+    roles, capitalised), ``judge_prompt`` (the success judge's question and answers: ``stance``,
+    ``support``, ``listening``, ``deal`` or ``generic``; default: told from the label set),
+    ``[llm.stance_meanings]`` (a stance judge's explanation of each stance; ``{user}`` is the
+    user role) and ``annotator_hints`` (calibration notes for the BDI annotator).
+
+Every field is validated by :mod:`dialogue_gym.card_schema`'s helpers, so a bad value is a
+:class:`~dialogue_gym.card_schema.CardError` naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from dialogue_gym import card_schema as schema
+from dialogue_gym.card_schema import CardError
+
+__all__ = [
+    "AGENT_FAMILIES",
+    "JUDGE_PROMPTS",
+    "SECTIONS",
+    "STANCES",
+    "CatalogEntry",
+    "CorpusSpec",
+    "PromptWording",
+    "parse_agent_family",
+    "parse_catalog",
+    "parse_corpus",
+    "parse_prompt_wording",
+]
+
+SECTIONS = frozenset({"catalog", "agents", "corpus", "llm", "annotator_hints"})
+"""The top-level keys read here (``annotator_hints`` is the older top-level spelling)."""
+
+AGENT_FAMILIES = ("persuasion", "support", "listening", "negotiation", "sales")
+"""The families of hand-written agents a card can name (``[agents] family``)."""
+
+JUDGE_PROMPTS = ("stance", "support", "listening", "deal", "generic")
+"""The success-judge prompt styles (``[llm] judge_prompt``)."""
+
+STANCES = ("refused", "neutral", "positive", "agree")
+
+_SPLITS = ("train", "valid", "test")
+_STYLE_LABELS = {
+    "stance": STANCES,
+    "support": ("worse", "same", "somewhat_better", "resolved"),
+    "listening": ("worse", "same", "somewhat_better", "resolved"),
+    "deal": ("deal", "no_deal"),
+}
+"""The label set each judge prompt style answers with (``generic``: any)."""
+_DEFAULT_SOFT = "agreeable users who concede easily"
+_DEFAULT_HARD = "users who yield only to reasons"
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogEntry:
+    """How the registry describes a card's two envs (``[catalog]``).
+
+    Attributes:
+        soft: What the soft users are (``"over-compliant donors"``).
+        hard: What the hard users are (``"donors who yield only to reasons"``).
+    """
+
+    soft: str = _DEFAULT_SOFT
+    hard: str = _DEFAULT_HARD
+
+    def description(self, title: str, preset: str) -> str:
+        """The registry's one line for ``preset`` (``"soft"``/``"hard"``) of a card titled so."""
+        return f"{title}; {preset}: {getattr(self, preset)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusSpec:
+    """The task's real corpus and what training reads from it (``[corpus]``).
+
+    Attributes:
+        name: The corpus (a key of :data:`dialogue_gym.data.CORPORA`).
+        train_split: The split the trainers read by default (the env's held-out episodes come
+            from ``test``).
+        sft_format: The corpus format behaviour cloning reads (``None``: the loader's choice).
+        planner_format: The corpus format with strategy labels the planner reads (``None``:
+            the loader's choice).
+        label_aliases: Corpus strategy label → card strategy name, beyond identical names.
+    """
+
+    name: str
+    train_split: str = "train"
+    sft_format: str | None = None
+    planner_format: str | None = None
+    label_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptWording:
+    """The task-specific wording of the LLM judge, user and annotator prompts (``[llm]``).
+
+    Attributes:
+        judge_speakers: ``(system, user)`` speaker names in judge prompts, or ``None`` for the
+            capitalised roles.
+        judge_prompt: One of :data:`JUDGE_PROMPTS`, or ``None`` to tell it from the labels.
+        stance_meanings: Stance → its explanation in a stance judge's prompt (``{user}`` is the
+            user role); empty for the generic wording.
+        annotator_hints: Calibration notes for the BDI annotator; empty for none.
+    """
+
+    judge_speakers: tuple[str, str] | None = None
+    judge_prompt: str | None = None
+    stance_meanings: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    annotator_hints: tuple[str, ...] = ()
+
+
+def parse_catalog(data: Mapping[str, Any]) -> CatalogEntry:
+    """The ``[catalog]`` section (optional; defaults describe soft and hard users generically).
+
+    Raises:
+        CardError: A description that is not a non-empty string, or an unknown key.
+    """
+    if "catalog" not in data:
+        return CatalogEntry()
+    section = schema.table(data, "catalog", "")
+    _known_keys(section, "catalog", ("soft", "hard"))
+    return CatalogEntry(
+        soft=schema.text(section, "soft", "catalog", default=_DEFAULT_SOFT, empty=False),
+        hard=schema.text(section, "hard", "catalog", default=_DEFAULT_HARD, empty=False),
+    )
+
+
+def parse_agent_family(data: Mapping[str, Any]) -> str | None:
+    """``[agents] family`` (optional: a card without one has no hand-written agents).
+
+    Raises:
+        CardError: Not one of :data:`AGENT_FAMILIES`, or an unknown key.
+    """
+    if "agents" not in data:
+        return None
+    section = schema.table(data, "agents", "")
+    _known_keys(section, "agents", ("family",))
+    return schema.choice(section, "family", "agents", AGENT_FAMILIES)
+
+
+def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> CorpusSpec | None:
+    """The ``[corpus]`` section, checked against the corpus loaders and the card's strategies.
+
+    Args:
+        data: The whole card.
+        strategy_names: The card's strategy names (label aliases must name one).
+
+    Raises:
+        CardError: An unknown corpus, format or split, an alias to a strategy the card lacks,
+            or an unknown key.
+    """
+    if "corpus" not in data:
+        return None
+    from dialogue_gym.data.corpora import CORPORA  # the loaders load only for cards with data
+
+    where = "corpus"
+    section = schema.table(data, "corpus", "")
+    _known_keys(
+        section, where, ("name", "train_split", "sft_format", "planner_format", "label_aliases")
+    )
+    name = schema.text(section, "name", where, empty=False)
+    if name not in CORPORA:
+        raise CardError(
+            f"corpus.name: no corpus loader {name!r}; loaders exist for {sorted(CORPORA)} "
+            "(a new corpus format needs a loader in dialogue_gym.data)"
+        )
+    formats = tuple(CORPORA[name].FORMATS)
+    chosen = {}
+    for key in ("sft_format", "planner_format"):
+        value = schema.text(section, key, where, default=None) if key in section else None
+        if value is not None and value not in formats:
+            raise CardError(f"corpus.{key}: {value!r} is not a format of {name} {formats}")
+        chosen[key] = value
+    alias_table = schema.table(section, "label_aliases", where, default={})
+    aliases = {
+        str(label): schema.text(alias_table, label, "corpus.label_aliases") for label in alias_table
+    }
+    for label, strategy in aliases.items():
+        if strategy not in strategy_names:
+            raise CardError(
+                f"corpus.label_aliases.{label}: {strategy!r} is not one of the card's strategies "
+                f"{list(strategy_names)}"
+            )
+    return CorpusSpec(
+        name=name,
+        train_split=schema.choice(
+            section, "train_split", where, ("train", "valid", "test"), "train"
+        ),
+        sft_format=chosen["sft_format"],
+        planner_format=chosen["planner_format"],
+        label_aliases=aliases,
+    )
+
+
+def parse_prompt_wording(
+    data: Mapping[str, Any], labels: Mapping[str, float], user_role: str
+) -> PromptWording:
+    """The ``[llm]`` section (and the older top-level ``annotator_hints``).
+
+    Args:
+        data: The whole card.
+        labels: The success judge's labels (stance meanings need the four stances).
+        user_role: The card's user role (the ``{user}`` of a stance meaning).
+
+    Raises:
+        CardError: A bad value, naming the field.
+    """
+    section = schema.table(data, "llm", "", default={})
+    _known_keys(
+        section, "llm", ("judge_speakers", "judge_prompt", "stance_meanings", "annotator_hints")
+    )
+    speakers = None
+    if "judge_speakers" in section:
+        names = schema.texts(section, "judge_speakers", "llm")
+        if len(names) != 2 or not all(n.strip() for n in names):
+            raise CardError(
+                f"llm.judge_speakers: expected two names [system, user], got {list(names)!r:.120}"
+            )
+        speakers = (names[0], names[1])
+    judge_prompt = None
+    if "judge_prompt" in section:
+        judge_prompt = schema.choice(section, "judge_prompt", "llm", JUDGE_PROMPTS)
+        needed = _STYLE_LABELS.get(judge_prompt)
+        if needed is not None and set(labels) != set(needed):
+            raise CardError(
+                f"llm.judge_prompt: {judge_prompt!r} answers with the labels {list(needed)}; "
+                f"judge.success.labels are {sorted(labels)}"
+            )
+    meanings_table = schema.table(section, "stance_meanings", "llm", default={})
+    meanings = {
+        str(k): schema.text(meanings_table, k, "llm.stance_meanings", empty=False)
+        for k in meanings_table
+    }
+    if meanings:
+        if set(meanings) != set(STANCES) or set(labels) != set(STANCES):
+            raise CardError(
+                f"llm.stance_meanings: must explain exactly the stances {STANCES} of a stance "
+                f"judge (labels {sorted(labels)}), got {sorted(meanings)}"
+            )
+        for stance, meaning in meanings.items():
+            schema.format_template(meaning, f"llm.stance_meanings.{stance}", {"user": user_role})
+    return PromptWording(
+        judge_speakers=speakers,
+        judge_prompt=judge_prompt,
+        stance_meanings=meanings,
+        annotator_hints=_hints(data, section),
+    )
+
+
+def _hints(data: Mapping[str, Any], section: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[llm] annotator_hints``, else the older top-level key (a string or a list of them)."""
+    for parent, where in ((section, "llm"), (data, "card")):
+        if "annotator_hints" not in parent:
+            continue
+        if isinstance(parent["annotator_hints"], str):
+            return (schema.text(parent, "annotator_hints", where),)
+        return schema.texts(parent, "annotator_hints", where, minimum=0)
+    return ()
+
+
+def _known_keys(section: Mapping[str, Any], where: str, known: tuple[str, ...]) -> None:
+    unknown = sorted(str(k) for k in section if k not in known)
+    if unknown:
+        raise CardError(f"{where}: unknown keys {unknown}; known: {list(known)}")

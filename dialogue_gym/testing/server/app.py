@@ -1,45 +1,14 @@
-"""An OpenAI-compatible HTTP test server with scripted replies and injectable faults.
+"""The test server: :class:`TestServer` (state, faults, replies) and its HTTP request handler.
 
-It serves ``POST /v1/chat/completions`` (JSON, or server-sent events with ``"stream": true``),
-``GET /v1/models`` and vLLM's runtime adapter routes ``POST /v1/load_lora_adapter`` /
-``/v1/unload_lora_adapter`` (``{"lora_name", "lora_path"}``; the loaded adapters are listed in
-:attr:`TestServer.lora_adapters`; replies do not depend on them) on 127.0.0.1, from a
-``ThreadingHTTPServer`` in a background thread::
-
-    with TestServer(replies=["Hello!", "Bye."]) as server:
-        backend = make_backend("openai:test-model", base_url=server.url)
-        server.set_faults(["429", "500"])          # the next two chat requests fail
-        ...
-        assert server.request_count == 3
-
-Replies come from a list (handed out in order, then echo), a callable ``f(body) -> str`` (the
-parsed request body), or echo (the default): ``"echo: <last user message>"``. ``max_tokens``
-(whitespace tokens) and ``stop`` are applied to the reply; ``n`` returns that many choices.
-
-Faults (strings or :class:`Fault`), consumed one per chat request after :meth:`set_faults`:
-
-==================  ==========================================================================
-``"429[:S]"``       429 with ``Retry-After: S`` (default 0)
-``"500"``, ``"503"`` that status (any ``"status:CODE"`` too; 4xx are not retried by clients)
-``"timeout[:S]"``   sleep S seconds (default 5) before answering — past the client's timeout
-``"malformed"``     200 with a body that is not JSON
-``"truncate"``      close the connection in the middle of the body (of the SSE stream)
-``"disconnect"``    close the connection without any response
-``"ok"`` / None     answer normally
-==================  ==========================================================================
-
-Run from a shell (prints the base URL on the first line)::
-
-    python -m dialogue_gym.testing.server --port 0 --fail-first 2 --fault 429:0.1
+The handler speaks the OpenAI wire format (JSON and server-sent events) and reads the server's
+state through the methods of :class:`TestServer` marked "used by the handler"; both live here
+because they share that state and its lock.
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,78 +16,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Fault", "RequestRecord", "TestServer", "main"]
+from dialogue_gym.testing.server.records import Fault, RequestRecord
 
-FAULT_KINDS = ("ok", "status", "timeout", "malformed", "truncate", "disconnect")
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What the server does to one request.
-
-    Attributes:
-        kind: ``"ok"``, ``"status"``, ``"timeout"``, ``"malformed"``, ``"truncate"`` or
-            ``"disconnect"``.
-        status: HTTP status of a ``"status"`` fault.
-        retry_after: ``Retry-After`` header value (seconds) of a ``"status"`` fault.
-        delay: Seconds a ``"timeout"`` fault sleeps before answering.
-    """
-
-    kind: str = "ok"
-    status: int = 500
-    retry_after: float | None = None
-    delay: float = 5.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {FAULT_KINDS}")
-
-    @classmethod
-    def parse(cls, spec: str | Fault | None) -> Fault:
-        """Read ``"429:0.5"``, ``"500"``, ``"status:418"``, ``"timeout:2"``, ``"malformed"``, ..."""
-        if spec is None:
-            return cls()
-        if isinstance(spec, Fault):
-            return spec
-        name, _, arg = str(spec).strip().lower().partition(":")
-        if name.isdigit():
-            status = int(name)
-            retry_after = float(arg) if arg else (0.0 if status == 429 else None)
-            return cls("status", status=status, retry_after=retry_after)
-        if name == "status":
-            return cls("status", status=int(arg))
-        if name == "timeout":
-            return cls("timeout", delay=float(arg) if arg else 5.0)
-        if name in ("ok", "none", ""):
-            return cls()
-        return cls(name)
-
-
-@dataclass
-class RequestRecord:
-    """One request the server received (the ``Authorization`` header is never kept).
-
-    Attributes:
-        index: 0-based number among all requests.
-        method: ``GET`` or ``POST``.
-        path: Request path.
-        body: Parsed JSON body (``None`` for GET or unparsable bodies).
-        fault: The fault applied (``"ok"`` when none).
-        authorized: An ``Authorization`` header was present.
-        started: ``time.monotonic()`` when handling began.
-        finished: ``time.monotonic()`` when the response was sent (or the fault applied).
-        status: HTTP status sent (``None`` for connection faults).
-    """
-
-    index: int
-    method: str
-    path: str
-    body: Any = None
-    fault: str = "ok"
-    authorized: bool = False
-    started: float = 0.0
-    finished: float | None = None
-    status: int | None = None
+__all__ = ["Responder", "TestServer"]
 
 
 Responder = Callable[[dict[str, Any]], str]
@@ -680,98 +580,3 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
-
-
-# -- command line ------------------------------------------------------------------------------
-
-
-def _read_replies(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return [line for line in text.splitlines() if line.strip()]
-    if not isinstance(data, list):
-        raise SystemExit(f"{path}: expected a JSON list of strings or one reply per line")
-    return [str(x) for x in data]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the test server until interrupted (prints the base URL, then one JSON line)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m dialogue_gym.testing.server", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--model", default="test-model")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat request")
-    parser.add_argument("--stream-chunk-delay", type=float, default=0.0)
-    parser.add_argument(
-        "--replies", metavar="FILE", help="JSON list or one reply per line (default: echo)"
-    )
-    parser.add_argument(
-        "--fault",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="429[:retry_after], 500, status:CODE, timeout[:s], malformed, truncate, disconnect."
-        " Once: every chat request (or the first N with --fail-first); repeated: one fault per"
-        " request for the first requests, then none",
-    )
-    parser.add_argument(
-        "--fail-first",
-        type=int,
-        default=None,
-        metavar="N",
-        help="apply the (single) --fault to the first N chat requests only",
-    )
-    parser.add_argument(
-        "--require-api-key-env",
-        metavar="VAR",
-        help="answer 401 unless the bearer token equals $VAR",
-    )
-    parser.add_argument("--duration", type=float, default=None, help="stop after S seconds")
-    args = parser.parse_args(argv)
-
-    import os
-
-    key = os.environ.get(args.require_api_key_env) if args.require_api_key_env else None
-    if args.require_api_key_env and not key:
-        parser.error(f"environment variable {args.require_api_key_env} is not set")
-    faults: Any = None
-    if args.fail_first is not None:
-        if len(args.fault) != 1:
-            parser.error("--fail-first needs exactly one --fault")
-        faults = args.fault[0]
-    elif len(args.fault) == 1:
-        faults = args.fault[0]  # one fault: every request
-    elif args.fault:
-        faults = list(args.fault)
-    server = TestServer(
-        _read_replies(args.replies) if args.replies else None,
-        model=args.model,
-        latency=args.latency,
-        require_api_key=key,
-        host=args.host,
-        port=args.port,
-        stream_chunk_delay=args.stream_chunk_delay,
-    )
-    server.set_faults(faults, fail_first=args.fail_first)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    with server:
-        print(server.url, flush=True)
-        print(json.dumps({"url": server.url, "port": server.port, "model": args.model}), flush=True)
-        stop.wait(args.duration)
-    print(json.dumps({"requests": server.request_count}), file=sys.stderr, flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,62 +1,111 @@
-"""Task-dispatching agent factories: one agent name works on every task of the catalog.
+"""Family-dispatching agent factories: one agent name works on every task of the catalog.
 
-``scripted`` is the sensible hand-written agent of each task; ``pushy``, ``dismissive`` and
-``lowball`` are the bad agents the embedded worlds must punish (:data:`BAD_AGENT` names each
-task's); ``stall`` is ``scripted`` without the ask (rapport and reasons only; see
-:mod:`dialogue_gym_agents.baselines.stall`). Each name maps a task id to the class that plays
-it; asking for a task a name does not cover fails with the covered tasks.
+A task card names the family of hand-written agents that plays it (``[agents] family``:
+``persuasion``, ``support``, ``listening``, ``negotiation`` or ``sales``; see
+:mod:`dialogue_gym.card_sections`), and each agent name here maps a family to the class that
+plays it, so a new task of a known family needs no change here. ``scripted`` is the family's
+sensible hand-written agent; ``pushy``, ``dismissive`` and ``lowball`` are the bad agents the
+embedded worlds must punish (:data:`BAD_AGENT_OF_FAMILY` names each family's); ``stall`` is
+``scripted`` without the ask (rapport and reasons only; see
+:mod:`dialogue_gym_agents.baselines.stall`). Asking for a family an agent does not cover, or
+for a card that names none, fails with the covered families.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dialogue_gym.cards import TaskCard
 
 SCRIPTED = {
-    "P4G": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",
-    "ESConv": "dialogue_gym_agents.baselines.support:ScriptedSupporter",
-    "ED": "dialogue_gym_agents.baselines.support:ScriptedListener",
-    "CB": "dialogue_gym_agents.baselines.bargain:ScriptedBuyer",
-    "Merchant": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
-    "Courier": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
+    "persuasion": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",
+    "support": "dialogue_gym_agents.baselines.support:ScriptedSupporter",
+    "listening": "dialogue_gym_agents.baselines.support:ScriptedListener",
+    "negotiation": "dialogue_gym_agents.baselines.bargain:ScriptedBuyer",
+    "sales": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
 }
 PUSHY = {
-    "P4G": "dialogue_gym_agents.baselines.persuasion:PushyAgent",
-    "Merchant": "dialogue_gym_agents.baselines.sales:PushySalesAgent",
-    "Courier": "dialogue_gym_agents.baselines.sales:PushySalesAgent",
+    "persuasion": "dialogue_gym_agents.baselines.persuasion:PushyAgent",
+    "sales": "dialogue_gym_agents.baselines.sales:PushySalesAgent",
 }
 DISMISSIVE = {
-    "ESConv": "dialogue_gym_agents.baselines.support:DismissiveAgent",
-    "ED": "dialogue_gym_agents.baselines.support:DismissiveAgent",
+    "support": "dialogue_gym_agents.baselines.support:DismissiveAgent",
+    "listening": "dialogue_gym_agents.baselines.support:DismissiveAgent",
 }
-LOWBALL = {"CB": "dialogue_gym_agents.baselines.bargain:LowballBuyer"}
+LOWBALL = {"negotiation": "dialogue_gym_agents.baselines.bargain:LowballBuyer"}
 STALL = {
-    "P4G": "dialogue_gym_agents.baselines.stall:StallPersuader",
-    "ESConv": "dialogue_gym_agents.baselines.stall:StallSupporter",
-    "ED": "dialogue_gym_agents.baselines.stall:StallListener",
-    "CB": "dialogue_gym_agents.baselines.stall:StallBuyer",
-    "Merchant": "dialogue_gym_agents.baselines.stall:StallSalesAgent",
-    "Courier": "dialogue_gym_agents.baselines.stall:StallSalesAgent",
+    "persuasion": "dialogue_gym_agents.baselines.stall:StallPersuader",
+    "support": "dialogue_gym_agents.baselines.stall:StallSupporter",
+    "listening": "dialogue_gym_agents.baselines.stall:StallListener",
+    "negotiation": "dialogue_gym_agents.baselines.stall:StallBuyer",
+    "sales": "dialogue_gym_agents.baselines.stall:StallSalesAgent",
 }
-BAD_AGENT = {
-    "P4G": "pushy",
-    "Merchant": "pushy",
-    "Courier": "pushy",
-    "ESConv": "dismissive",
-    "ED": "dismissive",
-    "CB": "lowball",
+BAD_AGENT_OF_FAMILY = {
+    "persuasion": "pushy",
+    "sales": "pushy",
+    "support": "dismissive",
+    "listening": "dismissive",
+    "negotiation": "lowball",
 }
-"""Task id → the name of the task's bad agent (the one its embedded world must punish)."""
+"""Agent family → the name of its bad agent (the one the embedded world must punish)."""
 
 
-def _build(table: dict[str, str], name: str, card: TaskCard, **kwargs: Any) -> Any:
-    if card.id not in table:
+def bad_agent(card: TaskCard) -> str:
+    """The name of the card's bad agent (``pushy``, ``dismissive`` or ``lowball``).
+
+    Raises:
+        ValueError: The card names no agent family, or one without a bad agent.
+    """
+    return BAD_AGENT_OF_FAMILY[_family(BAD_AGENT_OF_FAMILY, "bad agent", card)]
+
+
+class _BadAgentOfTask(Mapping[str, str]):
+    """Task id → bad agent name for every registered task whose card names a family."""
+
+    @staticmethod
+    def _table() -> dict[str, str]:
+        from dialogue_gym.tasks import task_cards  # loads the cards on first use only
+
+        return {
+            task: BAD_AGENT_OF_FAMILY[card.agent_family]
+            for task, card in task_cards().items()
+            if card.agent_family in BAD_AGENT_OF_FAMILY
+        }
+
+    def __getitem__(self, task: str) -> str:
+        return self._table()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+BAD_AGENT: Mapping[str, str] = _BadAgentOfTask()
+"""Task id → the name of the task's bad agent, read from the registered cards' families (for
+code that holds a task id; with a card, use :func:`bad_agent`)."""
+
+
+def _family(table: Mapping[str, str], name: str, card: TaskCard) -> str:
+    family = card.agent_family
+    if family is None:
         raise ValueError(
-            f"agent {name!r} has no version for task {card.id!r}; it covers {sorted(table)}"
+            f"agent {name!r}: card {card.id!r} names no agent family ([agents] family); "
+            f"{name!r} covers the families {sorted(table)}"
         )
-    module, _, attr = table[card.id].partition(":")
+    if family not in table:
+        raise ValueError(
+            f"agent {name!r} has no version for the {family!r} family of task {card.id!r}; it "
+            f"covers the families {sorted(table)}"
+        )
+    return family
+
+
+def _build(table: Mapping[str, str], name: str, card: TaskCard, **kwargs: Any) -> Any:
+    module, _, attr = table[_family(table, name, card)].partition(":")
     return getattr(importlib.import_module(module), attr)(card=card, **kwargs)
 
 

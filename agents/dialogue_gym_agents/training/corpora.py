@@ -1,6 +1,8 @@
 """Which corpus trains which task, and how corpus strategy labels map to card strategies.
 
-**Task → corpus** (the env's own mapping, ``dialogue_gym.env.CORPORA``):
+Everything here is read from the task card's ``[corpus]`` section
+(:mod:`dialogue_gym.card_sections`): its ``name``, ``train_split``, ``sft_format``,
+``planner_format`` and ``label_aliases``. The shipped cards say:
 
 =========  ==============  ==================  ====================  ===================
 task       corpus          SFT material         planner labels        default split
@@ -14,12 +16,12 @@ Courier    —               —                   —                      —
 =========  ==============  ==================  ====================  ===================
 
 The env's held-out episodes come from the *test* split, so training reads the *train* split —
-except CB, whose public copies hold no train dialogues (only scenario tables), so CB trains on
-its *valid* split. Merchant and Courier have no corpus: SFT fails with a clear error and the
-planner trains with PPO only (``--pretrain-epochs 0``).
+except CB, whose public copies hold no train dialogues (only scenario tables), so its card
+trains on the *valid* split. Merchant and Courier have no corpus: SFT fails with a clear error
+and the planner trains with PPO only (``--pretrain-epochs 0``).
 
-**Strategy labels → card strategies** (:data:`LABEL_ALIASES`; a corpus label equal to a card
-strategy name maps to it, compared case-insensitively):
+**Strategy labels → card strategies** (the card's ``[corpus.label_aliases]``; a corpus label
+equal to a card strategy name maps to it, compared case-insensitively):
 
 - P4G (annotated ``er_label_1``, 27 labels; the card has 13 strategies): the 13 identical
   names map to themselves; ``ask-donation-amount`` and ``ask-donate-more`` map to
@@ -34,19 +36,25 @@ strategy name maps to it, compared case-insensitively):
 
 A turn with several labels becomes a soft target spread evenly over its distinct mapped
 strategies; a turn with none is skipped. The trainer counts and reports unmapped labels.
+
+The functions take a card or a registered task id (``"P4G"``, looked up with
+:func:`dialogue_gym.tasks.task_card`). The task-id tables (:data:`TRAIN_SPLITS`, ...) are
+views of the registered cards for callers that hold only an id.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from dialogue_gym.card_sections import CorpusSpec
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.data import Dialogue, load_corpus
-from dialogue_gym.env import CORPORA
+from dialogue_gym.tasks import task_card, task_cards
 
 __all__ = [
     "LABEL_ALIASES",
@@ -55,43 +63,76 @@ __all__ = [
     "TRAIN_SPLITS",
     "LabelMapper",
     "corpus_of",
+    "corpus_spec",
     "load_training_dialogues",
 ]
 
-TRAIN_SPLITS: Mapping[str, str] = {"CB": "valid"}
-"""Default training split per task (``train`` unless listed)."""
 
-SFT_FORMATS: Mapping[str, str] = {"P4G": "full"}
-"""Corpus format read for SFT per task (default: the loader's first format found)."""
-
-PLANNER_FORMATS: Mapping[str, str] = {"P4G": "annotated", "CB": "ppdpp", "ED": "intents"}
-"""Corpus format with strategy labels per task (ESConv's default format has them)."""
-
-LABEL_ALIASES: Mapping[str, Mapping[str, str]] = {
-    "P4G": {
-        "ask-donation-amount": "proposition-of-donation",
-        "ask-donate-more": "proposition-of-donation",
-    },
-}
-"""Extra corpus label → card strategy mappings beyond identical names."""
+def _card(task: str | TaskCard) -> TaskCard:
+    return task if isinstance(task, TaskCard) else task_card(task)
 
 
-def corpus_of(task: str) -> str:
+def corpus_spec(task: str | TaskCard) -> CorpusSpec:
+    """The ``[corpus]`` section of a task's card.
+
+    Raises:
+        ValueError: The task has no corpus (Merchant, Courier, cards without ``[corpus]``).
+    """
+    card = _card(task)
+    if card.corpus is None:
+        with_corpus = sorted(t for t, c in task_cards().items() if c.corpus is not None)
+        raise ValueError(
+            f"task {card.id!r} has no dialogue corpus to learn from (no [corpus] in its card; "
+            f"corpora exist for {', '.join(with_corpus)})"
+        )
+    return card.corpus
+
+
+def corpus_of(task: str | TaskCard) -> str:
     """The corpus of a task (``P4G`` → ``p4g``).
 
     Raises:
-        ValueError: The task has no corpus (Merchant, Courier, custom cards).
+        ValueError: The task has no corpus (Merchant, Courier, cards without ``[corpus]``).
     """
-    if task not in CORPORA:
-        raise ValueError(
-            f"task {task!r} has no dialogue corpus to learn from (corpora exist for "
-            f"{', '.join(sorted(CORPORA))})"
-        )
-    return CORPORA[task]
+    return corpus_spec(task).name
+
+
+class _TaskTable(Mapping[str, Any]):
+    """Task id → one ``[corpus]`` field of each registered card that sets it (read lazily)."""
+
+    def __init__(self, field: Callable[[CorpusSpec], Any]) -> None:
+        self._field = field
+
+    def _table(self) -> dict[str, Any]:
+        cards = task_cards().items()
+        fields = {task: self._field(card.corpus) for task, card in cards if card.corpus}
+        return {task: value for task, value in fields.items() if value}
+
+    def __getitem__(self, task: str) -> Any:
+        return self._table()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+TRAIN_SPLITS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.train_split)
+"""Default training split per task (the cards' ``[corpus] train_split``; ``train`` if unset)."""
+
+SFT_FORMATS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.sft_format)
+"""Corpus format read for SFT per task (default: the loader's first format found)."""
+
+PLANNER_FORMATS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.planner_format)
+"""Corpus format with strategy labels per task (ESConv's default format has them)."""
+
+LABEL_ALIASES: Mapping[str, Mapping[str, str]] = _TaskTable(lambda corpus: corpus.label_aliases)
+"""Extra corpus label → card strategy mappings beyond identical names, per task."""
 
 
 def load_training_dialogues(
-    task: str,
+    task: str | TaskCard,
     data: str | Path | None,
     split: str | None = None,
     format: str | None = None,
@@ -101,9 +142,9 @@ def load_training_dialogues(
     """Loads a task's training dialogues (with turns).
 
     Args:
-        task: The task id.
+        task: The task card, or a registered task id.
         data: The data root (``None``: ``$DIALOGUE_GYM_DATA``).
-        split: The split (default: :data:`TRAIN_SPLITS`, else ``train``).
+        split: The split (default: the card's ``[corpus] train_split``).
         format: The corpus format (default: the loader's choice).
         max_dialogues: Keep a random subset of this many (drawn with ``rng``, kept in corpus
             order).
@@ -117,16 +158,18 @@ def load_training_dialogues(
             dialogue with turns (e.g. CB's train scenario tables).
         DataNotFoundError: The corpus files are not found.
     """
-    corpus = corpus_of(task)
-    split = split or TRAIN_SPLITS.get(task, "train")
-    dialogues = [d for d in load_corpus(corpus, data, split=split, format=format) if d.turns]
+    card = _card(task)
+    corpus = corpus_spec(card)
+    split = split or corpus.train_split
+    dialogues = [d for d in load_corpus(corpus.name, data, split=split, format=format) if d.turns]
     if not dialogues:
-        hint = (
-            " (CB's public copies have no train dialogues: use --split valid)"
-            if task == "CB"
-            else ""
-        )
-        raise ValueError(f"the {corpus} {split} split holds no dialogues with turns{hint}")
+        hint = ""
+        if split != corpus.train_split:
+            hint = (
+                f" ({card.id} trains on its {corpus.train_split} split, as its card says: use "
+                f"--split {corpus.train_split})"
+            )
+        raise ValueError(f"the {corpus.name} {split} split holds no dialogues with turns{hint}")
     if max_dialogues is not None:
         if max_dialogues < 1:
             raise ValueError(f"max_dialogues must be >= 1, got {max_dialogues}")
@@ -142,7 +185,8 @@ class LabelMapper:
 
     Args:
         card: The task card.
-        aliases: Extra label → strategy name mappings (default: :data:`LABEL_ALIASES`).
+        aliases: Extra label → strategy name mappings (default: the card's
+            ``[corpus.label_aliases]``).
 
     Raises:
         ValueError: An alias names a strategy the card lacks.
@@ -153,7 +197,7 @@ class LabelMapper:
         self.card = card
         self.index = {name.lower(): i for i, name in enumerate(names)}
         for label, target in (
-            aliases if aliases is not None else LABEL_ALIASES.get(card.id, {})
+            aliases if aliases is not None else (card.corpus.label_aliases if card.corpus else {})
         ).items():
             if target not in names:
                 raise ValueError(f"label alias {label!r} → {target!r}: no such strategy")

@@ -49,17 +49,6 @@ ALLOWED_OVER_600 = {
 # of the module graph) with why it is still there. Same rule: a cycle that is gone is reported
 # as a warning until its entry is removed.
 KNOWN_MODULE_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "dialogue_gym.backends.base",
-            "dialogue_gym.backends.cache",
-            "dialogue_gym.backends.fake",
-            "dialogue_gym.backends.hf",
-            "dialogue_gym.backends.openai_backend",
-        }
-    ): "backends.base holds make_backend, which loads the implementations that import base's "
-    "protocol and types; moving the factory out of base (into backends/__init__ or a factory "
-    "module) breaks it",
     frozenset({"dialogue_gym.mind.encoders", "dialogue_gym.mind.static"}): (
         "make_encoder in mind.encoders loads StaticEncoder, which reuses encoders' tokenizer "
         "window; the factory (or the shared helpers) should move to its own module"

@@ -25,10 +25,10 @@ from dialogue_gym.backends.base import (
     Messages,
     SampleRequest,
     Usage,
-    make_backend,
     normalize_messages,
 )
 from dialogue_gym.backends.cache import CACHE_MODES, CachedBackend, ReplayCache, cache_key
+from dialogue_gym.backends.factory import make_backend
 from dialogue_gym.backends.fake import FakeBackend, scripted
 
 __all__ = [

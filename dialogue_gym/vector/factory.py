@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.backends.base import BaseBackend, make_backend
+from dialogue_gym.backends.base import BaseBackend
+from dialogue_gym.backends.factory import make_backend
 from dialogue_gym.mind.encoders import CachedEncoder, Encoder, make_encoder
 from dialogue_gym.registry import make, spec
 from dialogue_gym.vector.base import AUTORESET_MODES

@@ -305,3 +305,46 @@ def test_stance_reader_is_neutral() -> None:
     from dialogue_gym.stance import classify_stance
 
     assert embedded.classify_stance is classify_stance
+
+
+# Public names that moved when a module was split, by the module they are still imported from.
+SPLIT_MODULES_PUBLIC_NAMES = {
+    "dialogue_gym.vector": [
+        "AUTORESET_MODES",
+        "BatchingBackend",
+        "BatchingEncoder",
+        "SingleAgentVectorEnv",
+        "StepRounds",
+        "StrategyVectorEnv",
+        "SubEnvError",
+        "VectorDialogueEnv",
+        "make_vec",
+    ],
+    "dialogue_gym.users.seller": [
+        "HARD",
+        "SELLER_PRESETS",
+        "SOFT",
+        "Listing",
+        "SellerPreset",
+        "SellerUser",
+        "listing_bank",
+        "price_step",
+        "seller_preset",
+    ],
+    "dialogue_gym.prices": ["PriceMention", "extract_prices", "offer_in", "mask_prices"],
+    "dialogue_gym.testing.server": ["Fault", "RequestRecord", "TestServer", "main"],
+    "dialogue_gym.backends": ["make_backend", "OpenAIBackend"],
+    "dialogue_gym.judges": ["classify_stance"],
+    "dialogue_gym.judges.embedded": ["classify_stance"],
+}
+
+
+def test_split_modules_keep_their_public_names() -> None:
+    import importlib
+
+    for module_name, names in SPLIT_MODULES_PUBLIC_NAMES.items():
+        module = importlib.import_module(module_name)
+        missing = [name for name in names if not hasattr(module, name)]
+        assert not missing, f"{module_name} lost {missing}"
+        exported = getattr(module, "__all__", names)
+        assert set(names) <= set(exported), module_name

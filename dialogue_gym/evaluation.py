@@ -40,11 +40,7 @@ import datetime as _dt
 import itertools
 import json
 import logging
-import sys
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +48,15 @@ from tqdm.auto import tqdm
 
 from dialogue_gym import metrics, run_config
 from dialogue_gym.agents import Agent, AgentSource, AgentSpec, agent_sources
-from dialogue_gym.episode_loop import (
-    SYSTEM,
-    Job,
-    base_env,
-    merge_usage,
-    run_episode,
-    run_threaded,
-    run_vectorized,
-    usage_of,
+from dialogue_gym.episode_loop import SYSTEM, Job, base_env, merge_usage, usage_of
+from dialogue_gym.executors import (
+    Executor,
+    LoneEnvExecutor,
+    PairSetup,
+    RayExecutor,
+    ThreadExecutor,
+    VectorExecutor,
+    check_ray_agent,
 )
 from dialogue_gym.journal import (
     EPISODES_FILE,
@@ -71,6 +67,13 @@ from dialogue_gym.journal import (
     write_json,
 )
 from dialogue_gym.registry import EnvSpec, make, spec
+from dialogue_gym.results import (
+    METRIC_FIELDS,
+    EvalResult,
+    ProgressTally,
+    per_seed_rows,
+    slim_record,
+)
 from dialogue_gym.run_config import check_stamps, json_safe, received_options, stamp
 
 __all__ = [
@@ -93,60 +96,6 @@ Key = tuple[str, str, int, int]
 
 EXECUTORS = ("local", "ray")
 """Where :func:`evaluate` plays episodes."""
-
-
-@dataclasses.dataclass
-class EvalResult:
-    """What :func:`evaluate` returns.
-
-    Attributes:
-        records: Episode records of the requested runs (resumed ones included), ordered by
-            agent, env id and episode index; with ``keep_records=False`` only their
-            :data:`METRIC_FIELDS`.
-        summaries: One :func:`~dialogue_gym.metrics.summarize` row per (agent, env id), with
-            ``agent``, ``env_id`` and ``config`` added.
-        out: The output directory, or ``None`` when nothing was written.
-    """
-
-    records: list[dict[str, Any]]
-    summaries: list[dict[str, Any]]
-    out: Path | None = None
-
-    def table(self, columns: Sequence[str] | None = None) -> str:
-        """The summaries as a text table with 95% CIs (see :func:`metrics.format_table`).
-
-        Rows in leaderboard order (:func:`metrics.rank_rows`): the agents of a negotiation
-        env id (CB) ranked by mean SL, which the table shows next to SR.
-        """
-        return metrics.format_table(metrics.rank_rows(self.summaries), columns)
-
-    def worst_case(self) -> dict[str, dict[str, dict[str, tuple[str, float]]]]:
-        """Per agent and task evaluated with several user types: the worst SR@T and RCSR@T.
-
-        The task of an env id is the part before its user type (``P4G`` of ``P4G-hard-v0``).
-        Negotiation tasks (records carrying ``sl``) also get the worst mean SL (``"sl"``).
-
-        Returns:
-            ``{agent: {task: {"sr": (env_id, value), "rcsr": (env_id, value)}}}``, plus
-            ``"sl": (env_id, value)`` for negotiation tasks.
-        """
-        out: dict[str, dict[str, dict[str, tuple[str, float]]]] = {}
-        groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
-        for record in self.records:
-            task = str(record["env_id"]).split("-", 1)[0]
-            by_env = groups.setdefault((record["agent"], task), {})
-            by_env.setdefault(record["env_id"], []).append(record)
-        for (agent, task), by_env in groups.items():
-            if len(by_env) < 2:
-                continue
-            horizon = max(int(r.get("T", metrics.DEFAULT_T)) for g in by_env.values() for r in g)
-            out.setdefault(agent, {})[task] = {
-                "sr": metrics.worst_case(by_env, partial(metrics.success_rate, T=horizon)),
-                "rcsr": metrics.worst_case(by_env, partial(metrics.rcsr, T=horizon)),
-            }
-            if any(metrics.episode_sl(r) is not None for g in by_env.values() for r in g):
-                out[agent][task]["sl"] = metrics.worst_case(by_env, metrics.sale_to_list)
-        return out
 
 
 def _is_int(value: Any) -> bool:
@@ -189,19 +138,6 @@ def _check_seeds(seed: Any, seeds: Sequence[int] | None, episodes: int) -> list[
     return [int(s) for s in dict.fromkeys(seeds)]
 
 
-def _per_seed(
-    records: Sequence[Mapping[str, Any]], seeds: Sequence[int], config: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """SR, AT and RCSR (and SL on negotiation tasks) of each base seed's block."""
-    out = []
-    for base in seeds:
-        block = [r for r in records if r["seed"] - r["episode"] == base]
-        row = metrics.summarize(block, T=config["T"], tau_q=config["tau_q"])
-        keys = ("n", "n_errored", "sr", "sl", "at", "rcsr")
-        out.append({"seed": base, **{k: row[k] for k in keys if k in row}})
-    return out
-
-
 def _names(value: Sequence[str] | str, what: str) -> list[str]:
     names = [value] if isinstance(value, str) else list(value)
     if not names:
@@ -220,39 +156,6 @@ def _dumps(record: Mapping[str, Any]) -> str:
 
 
 # -- evaluate ----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Tally:
-    """Running SR/RCSR counts for the progress bar (O(1) per episode)."""
-
-    T: int
-    n: int = 0
-    errored: int = 0
-    successes: int = 0
-    rc_successes: int = 0
-    sl_total: float | None = None  # negotiation tasks only
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        if record.get("errored"):
-            self.errored += 1
-            return
-        self.n += 1
-        self.successes += metrics.success_within(record, self.T)
-        self.rc_successes += metrics.rc_success_within(record, self.T)
-        sl = metrics.episode_sl(record)
-        if sl is not None:
-            self.sl_total = (self.sl_total or 0.0) + sl
-
-    def postfix(self) -> dict[str, str]:
-        if not self.n:
-            return {"SR": "n/a", "RCSR": "n/a", "err": str(self.errored)}
-        out = {"SR": f"{self.successes / self.n:.2f}"}
-        if self.sl_total is not None:
-            out["SL"] = f"{self.sl_total / self.n:.2f}"
-        out["RCSR"] = f"{self.rc_successes / self.n:.2f}"
-        out["err"] = str(self.errored)
-        return out
 
 
 def evaluate(
@@ -365,11 +268,8 @@ def evaluate(
                 f"the agent object {source.label} plays one episode at a time: pass its class "
                 "or a factory to evaluate with concurrency > 1 or num_envs > 1"
             )
-        if executor == "ray" and source.name is None:
-            raise ValueError(
-                f"Ray workers build agents by name, and {source.label!r} has none they can "
-                "import: pass 'module:Class' or 'path/to/file.py:Class'"
-            )
+        if executor == "ray":
+            check_ray_agent(source)
     specs = [spec(env_id) for env_id in _names(env_ids, "env id")]
     env_kwargs = dict(env_kwargs or {})
     agent_kwargs = dict(agent_kwargs or {})
@@ -407,27 +307,6 @@ def evaluate(
         records, summaries = _run_pairs(plan, configs)
         write_json(out_dir / SUMMARY_FILE, json_safe({"created": created, "summaries": summaries}))
     return EvalResult(records=records, summaries=summaries, out=out_dir)
-
-
-METRIC_FIELDS = (
-    *("agent", "env_id", "episode", "seed", "errored", "error", "error_source"),
-    *("success", "success_turn", "T", "q", "sl", "utility", "csr", "proactivity"),
-    "proactive_turns",
-)
-"""The record fields kept with ``keep_records=False``: those the metrics and tables read."""
-
-_SHARED_TEXT = ("agent", "env_id", "error_source")
-
-
-def _slim(record: dict[str, Any], keep: bool) -> dict[str, Any]:
-    """``record`` itself, or only its :data:`METRIC_FIELDS` (repeated strings shared)."""
-    if keep:
-        return record
-    slim = {k: record[k] for k in METRIC_FIELDS if k in record}
-    for key in _SHARED_TEXT:
-        if isinstance(slim.get(key), str):
-            slim[key] = sys.intern(slim[key])
-    return slim
 
 
 @dataclasses.dataclass
@@ -517,7 +396,7 @@ def _load_done(
         if config is None:
             return None
         check_stamps(record, config)
-        return _slim(record, keep)
+        return slim_record(record, keep)
 
     return read_episodes(path, take=take, repair=True).records
 
@@ -539,7 +418,7 @@ def _run_pairs(
         records.extend(pair)
         summary = metrics.summarize(pair, T=config["T"], tau_q=config["tau_q"])
         if len(plan.seeds) > 1:
-            summary["per_seed"] = _per_seed(pair, plan.seeds, config)
+            summary["per_seed"] = per_seed_rows(pair, plan.seeds, config)
         if usage:
             summary["usage"] = usage
         summaries.append({"agent": name, "env_id": env_id, **summary, "config": config})
@@ -569,7 +448,7 @@ def _run_pair(
         disable=None if plan.progress else True,
         dynamic_ncols=True,
     )
-    tally = _Tally(int(config["T"]))
+    tally = ProgressTally(int(config["T"]))
     for record in records:
         tally.add(record)
     card = getattr(base, "card", None)
@@ -590,7 +469,7 @@ def _run_pair(
         )
         if plan.episodes_path is not None:
             append_line(plan.episodes_path, line)
-        record = _slim(json.loads(line), plan.keep_records)  # what a resumed run reads back
+        record = slim_record(json.loads(line), plan.keep_records)  # what a resumed run reads back
         records.append(record)
         tally.add(record)
         if record.get("errored"):
@@ -606,38 +485,19 @@ def _run_pair(
     first_agent, plan.first_agent = plan.first_agent, None
     with bar:
         bar.set_postfix(tally.postfix())
-        source = plan.sources[name]
-        if todo and plan.executor == "ray":
-            from dialogue_gym.executors import run_on_ray
-
-            assert source.name is not None  # evaluate() refuses the others
-            plan.worker_usage.extend(
-                run_on_ray(
-                    todo,
-                    finish,
-                    env_id=env_id,
-                    agent=source.name,
-                    env_kwargs=plan.env_kwargs,
-                    agent_kwargs=plan.agent_kwargs,
-                    workers=plan.concurrency,
-                    address=plan.ray_address,
-                )
+        if todo:
+            pair = PairSetup(
+                env_id,
+                plan.env_kwargs,
+                plan.sources[name],
+                plan.agent_kwargs,
+                card=card,
+                shared_backend=getattr(base, "backend", None),
             )
-        elif todo and plan.num_envs > 1:
-            _play_on_vector(plan, name, env_id, card, todo, finish, getattr(base, "backend", None))
-        elif todo and plan.concurrency == 1:
-            agent = first_agent or source.build(card, plan.agent_kwargs)
-            first_agent = None
-            try:
-                for job in todo:
-                    finish(job, run_episode(env, agent, job.seed))
-            finally:
-                plan.worker_usage.append(usage_of(None, agent))
-                source.release(agent)
-        elif todo:
-            _run_concurrently(
-                plan, name, env_id, card, todo, finish, getattr(base, "backend", None)
-            )
+            executor = _executor(plan, pair, env, first_agent)
+            if isinstance(executor, LoneEnvExecutor):
+                first_agent = None  # the executor plays with it and releases it
+            plan.worker_usage.extend(executor.run(todo, finish))
     if first_agent is not None:  # built by _prepare but not used (nothing left to play)
         plan.sources[name].release(first_agent)
     if errored > _LOGGED_ERRORS:
@@ -649,81 +509,16 @@ def _run_pair(
     return records
 
 
-def _shared_backend_kwargs(plan: _Plan, shared_backend: Any) -> dict[str, Any]:
-    """``plan.env_kwargs`` for more envs of the pair that use its env's backend.
+def _executor(plan: _Plan, pair: PairSetup, env: Any, agent: Agent | None) -> Executor:
+    """The executor of ``plan``'s settings for one pair (:mod:`dialogue_gym.executors`).
 
-    They share the pair's backend: one request limit (its ``max_concurrency``), one HTTP
-    connection pool, one cache connection and one usage account for the whole pair.
+    The lone-env executor plays on the pair's ``env`` with ``agent`` (when given), the one
+    :func:`_prepare` built, so a model loads once.
     """
-    kwargs = dict(plan.env_kwargs)
-    if shared_backend is not None:
-        kwargs.update(backend=shared_backend, backend_cache=None, backend_options=None)
-    return kwargs
-
-
-def _play_on_vector(
-    plan: _Plan,
-    name: str,
-    env_id: str,
-    card: Any,
-    todo: Sequence[Job],
-    finish: Callable[[Job, dict[str, Any]], None],
-    shared_backend: Any = None,
-) -> None:
-    """Plays ``todo`` on a vector env of ``plan.num_envs`` sub-envs (:func:`run_vectorized`)."""
-    from dialogue_gym.vector import make_vec
-
-    num_envs = min(plan.num_envs, len(todo))
-    source = plan.sources[name]
-    agents = [source.build(card, plan.agent_kwargs) for _ in range(num_envs)]
-    vec = make_vec(
-        env_id,
-        num_envs,
-        autoreset_mode="disabled",
-        **_shared_backend_kwargs(plan, shared_backend),
-    )
-    try:
-        with ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="agent") as pool:
-            run_vectorized(vec, agents, todo, finish, pool)
-    finally:
-        vec.close()
-        for agent in agents:
-            plan.worker_usage.append(usage_of(None, agent))
-            source.release(agent)
-
-
-def _run_concurrently(
-    plan: _Plan,
-    name: str,
-    env_id: str,
-    card: Any,
-    todo: Sequence[Job],
-    finish: Callable[[Job, dict[str, Any]], None],
-    shared_backend: Any = None,
-) -> None:
-    """Plays ``todo`` on ``plan.concurrency`` threads, one env and agent per thread.
-
-    ``finish`` (writing, tallying) runs on this thread only, in completion order; on Ctrl-C
-    or a failed write no further episode starts (:func:`episode_loop.run_threaded`).
-    """
-    local = threading.local()
-    built: list[Any] = []
-    lock = threading.Lock()
-
-    worker_kwargs = _shared_backend_kwargs(plan, shared_backend)
-
-    def play(job: Job, stop: threading.Event) -> dict[str, Any]:
-        if not hasattr(local, "env"):
-            local.env = make(env_id, **worker_kwargs)
-            local.agent = plan.sources[name].build(card, plan.agent_kwargs)
-            with lock:
-                built.append((local.env, local.agent))
-        return run_episode(local.env, local.agent, job.seed, stop)
-
-    try:
-        run_threaded(todo, play, finish, plan.concurrency)
-    finally:
-        for env, agent in built:
-            plan.worker_usage.append(usage_of(env if shared_backend is None else None, agent))
-            plan.sources[name].release(agent)
-            env.close()
+    if plan.executor == "ray":
+        return RayExecutor(pair, workers=plan.concurrency, address=plan.ray_address)
+    if plan.num_envs > 1:
+        return VectorExecutor(pair, plan.num_envs)
+    if plan.concurrency > 1:
+        return ThreadExecutor(pair, plan.concurrency)
+    return LoneEnvExecutor(pair, env, agent)

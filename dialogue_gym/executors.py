@@ -1,29 +1,278 @@
-"""The Ray executor of :func:`dialogue_gym.evaluate` (``executor="ray"``).
+"""Where :func:`dialogue_gym.evaluate` plays episodes: executors behind one interface.
 
-Episodes fan out to Ray workers — actors that each build the env and the agent once, then
-play the episodes sent to them. Episode ``j`` of the missing list goes to worker ``j mod W``
-(a fixed assignment), and every episode is seeded by its own reset seed, so the records do not
-depend on the executor, the number of workers or the order in which they finish: a Ray run and
-a local run of the same arguments write the same records. Records stream back to the driver as
-episodes finish and go through the same writer as a local run (``episodes.jsonl`` appends,
-progress bar, resume).
+An :class:`Executor` plays the missing episodes (:class:`~dialogue_gym.episode_loop.Job`) of
+one (agent, env id) pair and hands each record to the evaluator's ``finish`` callback, on the
+calling thread, as the episode ends. Every episode is seeded by its own reset seed, so the
+records do not depend on the executor, on how many workers it runs or on the order in which
+they finish: every executor writes the same records for the same arguments.
 
-Install with ``pip install "dialogue-gym[ray]"``. ``address=None`` starts (or reuses) a local
-Ray instance; pass a cluster address (``"ray://head:10001"`` or ``"auto"``) to use many
-machines — their workers need ``dialogue_gym`` and the agents' packages installed, and an
-agent given as ``path/to/file.py:Class`` must exist at that path on every machine.
+* :class:`LoneEnvExecutor` — one env and one agent in this thread
+  (:func:`~dialogue_gym.episode_loop.run_episode`);
+* :class:`ThreadExecutor` — worker threads, one env and agent each, for LLM-backed components
+  whose calls wait on the network (:func:`~dialogue_gym.episode_loop.run_threaded`);
+* :class:`VectorExecutor` — one :mod:`dialogue_gym.vector` env whose steps move several
+  episodes at once (:func:`~dialogue_gym.episode_loop.run_vectorized`);
+* :class:`RayExecutor` — Ray workers, actors that each build the env and the agent once, then
+  play the episodes sent to them. Episode ``j`` of the missing list goes to worker ``j mod W``
+  (a fixed assignment). Install with ``pip install "dialogue-gym[ray]"``. ``address=None``
+  starts (or reuses) a local Ray instance; pass a cluster address (``"ray://head:10001"`` or
+  ``"auto"``) to use many machines — their workers need ``dialogue_gym`` and the agents'
+  packages installed, and an agent given as ``path/to/file.py:Class`` must exist at that path
+  on every machine.
+
+``finish`` is a callback rather than the executor yielding records, because it must run
+before the next episode starts: the threaded loop starts a new episode only once a finished
+one was written, and on Ctrl-C it still writes the episodes that ended while it stopped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from dialogue_gym.episode_loop import Job
+from dialogue_gym.agents import Agent, AgentSource, make_agent
+from dialogue_gym.episode_loop import (
+    Job,
+    run_episode,
+    run_threaded,
+    run_vectorized,
+    usage_of,
+)
+from dialogue_gym.registry import make
 
-__all__ = ["run_on_ray"]
+__all__ = [
+    "EpisodeWorker",
+    "Executor",
+    "Finish",
+    "LoneEnvExecutor",
+    "PairSetup",
+    "RayExecutor",
+    "ThreadExecutor",
+    "VectorExecutor",
+    "check_ray_agent",
+    "run_on_ray",
+]
+
+Finish = Callable[[Job, dict[str, Any]], None]
+"""Takes a finished episode's job and record (writing, tallying) on the executor's caller."""
+
+
+class Executor(Protocol):
+    """Plays the episodes of one (agent, env id) pair."""
+
+    def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
+        """Plays ``todo``, calling ``finish`` on this thread as each episode ends.
+
+        Args:
+            todo: The episodes to play (index and reset seed), at least one.
+            finish: Takes each job and its record, in completion order.
+
+        Returns:
+            The backend usage counters of the envs and agents the executor built
+            (:func:`~dialogue_gym.episode_loop.merge_usage` sums them).
+        """
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PairSetup:
+    """What an executor builds the envs and agents of one (agent, env id) pair from.
+
+    Attributes:
+        env_id: The registered env id.
+        env_kwargs: ``make`` overrides.
+        source: How the agent is built (and released).
+        agent_kwargs: Agent factory arguments.
+        card: The env's task card, passed to the agent factory.
+        shared_backend: The pair's env backend, shared by every env an executor builds (one
+            request limit, connection pool, cache connection and usage account for the whole
+            pair); ``None`` when the env has none.
+    """
+
+    env_id: str
+    env_kwargs: Mapping[str, Any]
+    source: AgentSource
+    agent_kwargs: Mapping[str, Any]
+    card: Any = None
+    shared_backend: Any = None
+
+    def new_agent(self) -> Agent:
+        """A fresh agent for the pair (the caller's object for an agent object)."""
+        return self.source.build(self.card, self.agent_kwargs)
+
+    def release(self, agent: Agent) -> None:
+        """Closes an agent :meth:`new_agent` built."""
+        self.source.release(agent)
+
+    def worker_env_kwargs(self) -> dict[str, Any]:
+        """``env_kwargs`` for more envs of the pair, on the pair's shared backend."""
+        kwargs = dict(self.env_kwargs)
+        if self.shared_backend is not None:
+            kwargs.update(backend=self.shared_backend, backend_cache=None, backend_options=None)
+        return kwargs
+
+
+class LoneEnvExecutor:
+    """Plays the episodes one after another on one env, in this thread.
+
+    Args:
+        pair: The pair.
+        env: The env to play on (the caller closes it; its backend's usage is the caller's).
+        agent: An agent already built for the pair, used (and released) instead of a new one.
+    """
+
+    def __init__(self, pair: PairSetup, env: Any, agent: Agent | None = None) -> None:
+        self.pair = pair
+        self.env = env
+        self.agent = agent
+
+    def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
+        """See :meth:`Executor.run`."""
+        agent, self.agent = self.agent or self.pair.new_agent(), None
+        try:
+            for job in todo:
+                finish(job, run_episode(self.env, agent, job.seed))
+        finally:
+            usage = [usage_of(None, agent)]
+            self.pair.release(agent)
+        return usage
+
+
+class ThreadExecutor:
+    """Plays the episodes on worker threads, one env and agent per thread.
+
+    For LLM-backed components, whose calls wait on the network: the workers share the pair's
+    backend (and its cache), so the backend's ``max_concurrency`` option caps the requests in
+    flight across all of them. On Ctrl-C or a failed write no further episode starts
+    (:func:`~dialogue_gym.episode_loop.run_threaded`).
+
+    Args:
+        pair: The pair.
+        threads: Worker threads.
+    """
+
+    def __init__(self, pair: PairSetup, threads: int) -> None:
+        self.pair = pair
+        self.threads = threads
+
+    def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
+        """See :meth:`Executor.run`."""
+        pair = self.pair
+        local = threading.local()
+        built: list[tuple[Any, Agent]] = []
+        lock = threading.Lock()
+        env_kwargs = pair.worker_env_kwargs()
+
+        def play(job: Job, stop: threading.Event) -> dict[str, Any]:
+            if not hasattr(local, "env"):
+                local.env = make(pair.env_id, **env_kwargs)
+                local.agent = pair.new_agent()
+                with lock:
+                    built.append((local.env, local.agent))
+            return run_episode(local.env, local.agent, job.seed, stop)
+
+        usage: list[dict[str, Any]] = []
+        try:
+            run_threaded(todo, play, finish, self.threads)
+        finally:
+            for env, agent in built:
+                # Envs on the shared backend are counted once, with the pair's own env.
+                usage.append(usage_of(env if pair.shared_backend is None else None, agent))
+                pair.release(agent)
+                env.close()
+        return usage
+
+
+class VectorExecutor:
+    """Plays the episodes on a vector env of ``num_envs`` sub-envs, each with its own agent.
+
+    Every vector step moves up to ``num_envs`` episodes with one batched encoding of their
+    utterances and one coalesced backend call per LLM component; the agents of a step act at
+    once on worker threads (:func:`~dialogue_gym.episode_loop.run_vectorized`).
+
+    Args:
+        pair: The pair.
+        num_envs: Sub-envs (fewer when there are fewer episodes).
+    """
+
+    def __init__(self, pair: PairSetup, num_envs: int) -> None:
+        self.pair = pair
+        self.num_envs = num_envs
+
+    def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
+        """See :meth:`Executor.run`."""
+        from dialogue_gym.vector import make_vec
+
+        pair = self.pair
+        num_envs = min(self.num_envs, len(todo))
+        agents = [pair.new_agent() for _ in range(num_envs)]
+        vec = make_vec(pair.env_id, num_envs, autoreset_mode="disabled", **pair.worker_env_kwargs())
+        usage: list[dict[str, Any]] = []
+        try:
+            with ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="agent") as pool:
+                run_vectorized(vec, agents, todo, finish, pool)
+        finally:
+            vec.close()
+            for agent in agents:
+                usage.append(usage_of(None, agent))
+                pair.release(agent)
+        return usage
+
+
+class RayExecutor:
+    """Plays the episodes on Ray workers (:func:`run_on_ray`).
+
+    Args:
+        pair: The pair; its agent must have a name the workers can import
+            (``pair.source.name``), and its options must be picklable.
+        workers: Ray workers to start; ``1`` means one per CPU of the cluster.
+        address: Ray cluster address, or ``None`` for a local instance.
+
+    Raises:
+        ValueError: The agent has no importable name.
+    """
+
+    def __init__(self, pair: PairSetup, workers: int = 1, address: str | None = None) -> None:
+        self.pair = pair
+        self.agent_name = check_ray_agent(pair.source)
+        self.workers = workers
+        self.address = address
+
+    def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
+        """See :meth:`Executor.run`."""
+        return run_on_ray(
+            todo,
+            finish,
+            env_id=self.pair.env_id,
+            agent=self.agent_name,
+            env_kwargs=self.pair.env_kwargs,
+            agent_kwargs=self.pair.agent_kwargs,
+            workers=self.workers,
+            address=self.address,
+        )
+
+
+# -- Ray ---------------------------------------------------------------------------------------
+
+
+def check_ray_agent(source: AgentSource) -> str:
+    """The name Ray workers build ``source``'s agent by.
+
+    Raises:
+        ValueError: The agent has no name a worker can import (a class defined in a
+            notebook, an agent object).
+    """
+    if source.name is None:
+        raise ValueError(
+            f"Ray workers build agents by name, and {source.label!r} has none they can "
+            "import: pass 'module:Class' or 'path/to/file.py:Class'"
+        )
+    return source.name
+
 
 IN_FLIGHT_PER_WORKER = 4
 """Episodes queued per worker at a time (enough to keep every worker busy)."""
@@ -46,23 +295,16 @@ class EpisodeWorker:
         env_kwargs: Mapping[str, Any],
         agent_kwargs: Mapping[str, Any],
     ) -> None:
-        from dialogue_gym.agents import make_agent
-        from dialogue_gym.registry import make
-
         self.env = make(env_id, **env_kwargs)
         card = getattr(getattr(self.env, "unwrapped", self.env), "card", None)
         self.agent = make_agent(agent, card=card, **agent_kwargs)
 
     def play(self, seed: int) -> dict[str, Any]:
         """Plays the episode reset with ``seed``; returns its record (errors recorded)."""
-        from dialogue_gym.episode_loop import run_episode
-
         return run_episode(self.env, self.agent, seed)
 
     def usage(self) -> dict[str, Any]:
         """The backend usage counters of this worker's env."""
-        from dialogue_gym.episode_loop import usage_of
-
         return usage_of(self.env, self.agent)
 
     def close(self) -> None:
@@ -100,7 +342,7 @@ def _ensure_ray(address: str | None) -> tuple[Any, bool]:
 
 def run_on_ray(
     todo: Sequence[Job],
-    finish: Callable[[Job, dict[str, Any]], None],
+    finish: Finish,
     *,
     env_id: str,
     agent: str,
@@ -144,7 +386,7 @@ def run_on_ray(
 def _play(
     ray: Any,
     todo: Sequence[Job],
-    finish: Callable[[Job, dict[str, Any]], None],
+    finish: Finish,
     env_id: str,
     agent: str,
     env_kwargs: Mapping[str, Any],

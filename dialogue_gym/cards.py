@@ -3,8 +3,21 @@
 A card holds everything task-specific: roles and goal, the target BDI template, the success
 judge's label map and threshold, lexical cues, the system strategy set with realizer templates,
 the latent-concern library, user reply templates, persona styles and the ingredients of the
-project-written persona bank. Cards shipped with the package live in ``dialogue_gym.catalog``
-(the repository's ``envs/`` folder); users can load their own with a path.
+project-written persona bank, and (:mod:`dialogue_gym.card_sections`) how the task ties into
+the rest of the package: the registry's description of its soft and hard envs (``[catalog]``),
+the family of hand-written agents that plays it (``[agents]``), its real corpus and training
+formats (``[corpus]``) and the task-specific wording of the LLM prompts (``[llm]``). Cards
+shipped with the package live in ``dialogue_gym.catalog`` (the repository's ``envs/`` folder);
+users can load their own with a path.
+
+**Adding a task** is one TOML file: copy a shipped card of the same kind (``p4g.toml`` for
+persuasion, ``esconv.toml`` for support, ``cb.toml`` for negotiation, ...), give it its own
+``[task] id`` and texts, and either put it in ``envs/`` (built in: ``import dialogue_gym``
+registers ``<id>-soft-v0`` and ``<id>-hard-v0``) or register it from a package with
+:func:`dialogue_gym.register_card` (third party; see :mod:`dialogue_gym.registry`). Every field
+is validated when the card is loaded: a bad value is a :class:`CardError` naming the file and
+the field (:mod:`dialogue_gym.card_schema`). :func:`card_header` reads only what the registry
+needs; :func:`load_card` parses and validates the whole card (once; both share the parsed TOML).
 """
 
 from __future__ import annotations

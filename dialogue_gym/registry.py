@@ -5,6 +5,7 @@ registered version; unknown ids fail with the closest registered ids.
 
 **Tasks come from cards**: :func:`dialogue_gym.tasks.register_card` registers a card's
 ``<id>-soft-v0`` and ``<id>-hard-v0``; ``import dialogue_gym`` does so for every shipped card.
+(A card's envs are ordinary specs: ``kwargs["card"]`` is the card's name or path.)
 
 **Third-party tasks** reach :func:`make`, :func:`dialogue_gym.evaluate` and the CLI
 (``dialogue-gym eval``, ``list``) in two ways:
@@ -17,9 +18,11 @@ registered version; unknown ids fail with the closest registered ids.
 * Gymnasium-style ids ``"module:Task-hard-v0"``: :func:`spec` imports ``module`` (which
   registers its envs) and then looks up ``Task-hard-v0``.
 
-A plugin package holds its card TOML and a module such as::
+A plugin package holds its card TOML and a module ``mytask_plugin/__init__.py`` such as::
 
-        import dialogue_gym
+    from pathlib import Path
+
+    import dialogue_gym
 
     dialogue_gym.register_card(Path(__file__).with_name("mytask.toml"))
 

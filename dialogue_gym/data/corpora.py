@@ -11,6 +11,12 @@ A *data root* is a folder holding one sub-folder per corpus, named as in
 Files may sit at any depth inside a corpus folder; formats are recognised by file name (and,
 for ambiguous names, by their first line). The root is the ``path`` argument, else the
 environment variable ``DIALOGUE_GYM_DATA``.
+
+A task card names its corpus and the formats its trainers read in ``[corpus]`` (checked
+against :data:`CORPORA` and each loader's ``FORMATS`` when the card loads). A task that brings
+a new corpus format needs a loader module here (``FORMATS``, ``LOADERS``, ``detect``,
+``load``, ``notes``, as :mod:`dialogue_gym.data.p4g`), entered in :data:`CORPORA`,
+:data:`TITLES` and :data:`FOLDER_NAMES`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,104 @@
+"""The executors behind one interface (issue 17 item 3): same jobs, same records, any executor.
+
+The Ray executor against a real Ray instance is in ``test_executors.py`` (it needs ``ray``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dialogue_gym.agents import agent_sources
+from dialogue_gym.episode_loop import Job
+from dialogue_gym.executors import (
+    Executor,
+    LoneEnvExecutor,
+    PairSetup,
+    RayExecutor,
+    ThreadExecutor,
+    VectorExecutor,
+)
+from dialogue_gym.registry import make
+
+ENV_ID = "P4G-hard"
+ENV_KWARGS = {"encoder": "hashing"}
+
+
+def _play(executor: Executor, todo: list[Job]) -> tuple[dict[Job, dict[str, Any]], list[Any]]:
+    """The records ``executor`` hands to ``finish`` (by job), and the usage it returns."""
+    records: dict[Job, dict[str, Any]] = {}
+
+    def finish(job: Job, record: dict[str, Any]) -> None:
+        assert job not in records  # each episode is finished once
+        records[job] = record
+
+    usage = executor.run(todo, finish)
+    return records, usage
+
+
+def test_every_local_executor_plays_the_same_records() -> None:
+    (source,) = agent_sources("scripted")
+    todo = [Job(i, 40 + i) for i in range(4)]
+    env = make(ENV_ID, **ENV_KWARGS)
+    try:
+        pair = PairSetup(ENV_ID, ENV_KWARGS, source, {}, card=env.unwrapped.card)
+        lone, usage = _play(LoneEnvExecutor(pair, env), todo)
+    finally:
+        env.close()
+    assert list(lone) == todo  # one env: in order
+    assert usage == [{}]  # one agent, no LLM backend
+    assert all(not record["errored"] for record in lone.values())
+
+    threaded, usage = _play(ThreadExecutor(pair, threads=2), todo)
+    assert threaded == lone
+    assert len(usage) <= 2  # one entry per worker thread that played
+    vectorized, usage = _play(VectorExecutor(pair, num_envs=3), todo)
+    assert vectorized == lone
+    assert len(usage) == 3  # one entry per sub-env's agent
+
+
+def test_lone_env_executor_uses_and_releases_the_given_agent() -> None:
+    closed: list[Any] = []
+
+    class Closing:
+        def act(self, observation: Any) -> str:
+            return "Hello! Would you consider donating to Save the Children?"
+
+        def close(self) -> None:
+            closed.append(self)
+
+    (source,) = agent_sources(Closing)
+    given = Closing()
+    env = make(ENV_ID, **ENV_KWARGS)
+    try:
+        pair = PairSetup(ENV_ID, ENV_KWARGS, source, {}, card=env.unwrapped.card)
+        records, _ = _play(LoneEnvExecutor(pair, env, agent=given), [Job(0, 0), Job(1, 1)])
+    finally:
+        env.close()
+    assert len(records) == 2
+    assert closed == [given]  # played with it, then released it (no second agent built)
+
+
+def test_pair_setup_shares_the_pair_backend_with_the_envs_executors_build() -> None:
+    (source,) = agent_sources("scripted")
+    alone = PairSetup(ENV_ID, {"encoder": "hashing", "backend_cache": "x.db"}, source, {})
+    assert alone.worker_env_kwargs() == {"encoder": "hashing", "backend_cache": "x.db"}
+    backend = object()
+    shared = PairSetup(ENV_ID, alone.env_kwargs, source, {}, shared_backend=backend)
+    assert shared.worker_env_kwargs() == {
+        "encoder": "hashing",
+        "backend": backend,
+        "backend_cache": None,
+        "backend_options": None,
+    }
+
+
+def test_ray_executor_refuses_an_agent_workers_cannot_import() -> None:
+    class Plain:
+        def act(self, observation: Any) -> str:
+            return "hi"
+
+    (source,) = agent_sources(Plain())
+    with pytest.raises(ValueError, match="Ray workers build agents by name"):
+        RayExecutor(PairSetup(ENV_ID, ENV_KWARGS, source, {}))

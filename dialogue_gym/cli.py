@@ -41,7 +41,6 @@ from typing import Any, TextIO
 
 from dialogue_gym import annotate as annotate_cli
 from dialogue_gym import metrics
-from dialogue_gym import report as report_cli
 from dialogue_gym.agents import AgentResolutionError, available_agents, parse_agent_option
 from dialogue_gym.argtypes import int_range
 from dialogue_gym.backends.cache import CacheFileError
@@ -49,6 +48,7 @@ from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.journal import JournalWriteError
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
+from dialogue_gym.report import cli as report_cli
 from dialogue_gym.validity import cli as validity_cli
 
 __all__ = ["main"]

@@ -19,7 +19,7 @@ def no_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
-    monkeypatch.setattr(report, "_said_no_plots", False)
+    monkeypatch.setattr(report.plots, "_said_no_plots", False)
 
 
 def test_report_without_matplotlib_leaves_out_plots_and_says_so_once(

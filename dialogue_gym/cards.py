@@ -10,14 +10,11 @@ formats (``[corpus]``) and the task-specific wording of the LLM prompts (``[llm]
 shipped with the package live in ``dialogue_gym.catalog`` (the repository's ``envs/`` folder);
 users can load their own with a path.
 
-**Adding a task** is one TOML file: copy a shipped card of the same kind (``p4g.toml`` for
-persuasion, ``esconv.toml`` for support, ``cb.toml`` for negotiation, ...), give it its own
-``[task] id`` and texts, and either put it in ``envs/`` (built in: ``import dialogue_gym``
-registers ``<id>-soft-v0`` and ``<id>-hard-v0``) or register it from a package with
-:func:`dialogue_gym.register_card` (third party; see :mod:`dialogue_gym.registry`). Every field
-is validated when the card is loaded: a bad value is a :class:`CardError` naming the file and
-the field (:mod:`dialogue_gym.card_schema`). :func:`card_header` reads only what the registry
-needs; :func:`load_card` parses and validates the whole card (once; both share the parsed TOML).
+**Adding a task** is one TOML file: copy a shipped card of the same kind, give it its own
+``[task] id`` and texts, and put it in ``envs/`` (``import dialogue_gym`` registers
+``<id>-soft-v0`` and ``<id>-hard-v0``) or register it from a package with
+:func:`dialogue_gym.register_card` (third party; see :mod:`dialogue_gym.registry`). A bad value
+is a :class:`CardError` naming the file and the field (:mod:`dialogue_gym.card_schema`).
 """
 
 from __future__ import annotations
@@ -184,9 +181,7 @@ class TaskCard:
     simulator family (``"cognitive"``; ``"seller"`` for negotiation), ``decision_trigger`` says
     whether the user decides only when the system asks (``"ask"``: persuasion, sales) or on any
     turn (``"any"``: empathy), and ``extra`` keeps any other top-level section of the TOML for
-    task-specific components. ``catalog``, ``corpus``, ``agent_family`` and ``prompts`` tie the
-    task to the registry, the corpus loaders, the hand-written agents and the LLM prompts
-    (:mod:`dialogue_gym.card_sections`).
+    task-specific components; ``catalog`` … ``prompts``: :mod:`dialogue_gym.card_sections`.
     """
 
     id: str
@@ -522,6 +517,9 @@ def builtin_cards() -> list[str]:
     return sorted(p.name[: -len(".toml")] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
+_TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
+
+
 @dataclasses.dataclass(frozen=True)
 class CardHeader:
     """What the registry needs of a card, read without validating the rest of it.
@@ -542,8 +540,7 @@ class CardHeader:
 def card_header(name_or_path: str | Path) -> CardHeader:
     """Reads a card's ``[task]`` id and title and its ``[catalog]`` (the TOML is parsed once).
 
-    ``import dialogue_gym`` registers the shipped cards' envs from their headers; the whole
-    card is validated when an env is made (:func:`load_card`).
+    The registry needs no more; the whole card is validated when an env is made.
 
     Raises:
         FileNotFoundError: No such card.
@@ -553,6 +550,11 @@ def card_header(name_or_path: str | Path) -> CardHeader:
     try:
         task = schema.table(data, "task", "")
         task_id = schema.text(task, "id", "task", empty=False)
+        if not _TASK_ID.match(task_id):
+            raise CardError(
+                f"task.id: {task_id!r} starts the env ids (<id>-hard-v0): use letters, digits, "
+                "'_' and '.' only, starting with a letter or digit"
+            )
         title = schema.text(task, "title", "task", default=task_id)
         return CardHeader(task_id, title, sections.parse_catalog(data), str(name_or_path))
     except CardError as exc:

@@ -84,6 +84,19 @@ def register_card(
     return specs
 
 
+def _card_sources() -> dict[str, TaskCard | str | Path]:
+    """Task id → the card (or its name/path) of every registered env built from a card."""
+    load_plugins()
+    sources: dict[str, TaskCard | str | Path] = {}
+    for env_spec in registry.values():
+        card = env_spec.kwargs.get("card")
+        if isinstance(card, TaskCard):
+            sources.setdefault(card.id, card)
+        elif isinstance(card, str | Path):
+            sources.setdefault(card_header(card).id, card)
+    return sources
+
+
 def task_cards() -> dict[str, TaskCard]:
     """The cards of the registered envs by task id (``{"P4G": <card>, ...}``).
 
@@ -92,28 +105,24 @@ def task_cards() -> dict[str, TaskCard]:
     Raises:
         CardError: A registered card is invalid.
     """
-    load_plugins()
-    cards: dict[str, TaskCard] = {}
-    for env_spec in registry.values():
-        card = env_spec.kwargs.get("card")
-        if isinstance(card, TaskCard):
-            cards.setdefault(card.id, card)
-        elif isinstance(card, str | Path):
-            loaded = load_card(card)
-            cards.setdefault(loaded.id, loaded)
-    return cards
+    return {
+        task: card if isinstance(card, TaskCard) else load_card(card)
+        for task, card in _card_sources().items()
+    }
 
 
 def task_card(task: str) -> TaskCard:
-    """The card of a registered task id (``"P4G"``).
+    """The card of a registered task id (``"P4G"``); only that card is loaded.
 
     Raises:
         RegistryError: No registered env plays that task (naming the tasks that exist).
+        CardError: Its card is invalid.
     """
-    cards = task_cards()
-    if task not in cards:
-        raise RegistryError(f"no registered task {task!r}; tasks: {', '.join(sorted(cards))}")
-    return cards[task]
+    sources = _card_sources()
+    if task not in sources:
+        raise RegistryError(f"no registered task {task!r}; tasks: {', '.join(sorted(sources))}")
+    card = sources[task]
+    return card if isinstance(card, TaskCard) else load_card(card)
 
 
 class _CorpusOfTask(Mapping[str, str]):

@@ -145,6 +145,14 @@ def test_bad_sections_name_the_file_and_field(
         load_card(path)
 
 
+def test_a_registered_card_needs_an_id_that_can_start_env_ids(tmp_path: Path) -> None:
+    path = tmp_path / "spaced.toml"
+    path.write_text(card_text("My Task", "Spaced"), encoding="utf-8")
+    with pytest.raises(CardError, match=r"task\.id: 'My Task' starts the env ids"):
+        register_card(path)
+    assert not any(env_id.startswith("My Task") for env_id in dialogue_gym.registry)
+
+
 # -- a third-party package -------------------------------------------------------------------------
 
 

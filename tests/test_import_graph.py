@@ -49,10 +49,6 @@ ALLOWED_OVER_600 = {
 # of the module graph) with why it is still there. Same rule: a cycle that is gone is reported
 # as a warning until its entry is removed.
 KNOWN_MODULE_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"dialogue_gym.mind.encoders", "dialogue_gym.mind.static"}): (
-        "make_encoder in mind.encoders loads StaticEncoder, which reuses encoders' tokenizer "
-        "window; the factory (or the shared helpers) should move to its own module"
-    ),
     frozenset(
         {
             "dialogue_gym.gym_views",

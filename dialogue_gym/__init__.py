@@ -31,8 +31,7 @@ from dialogue_gym.registry import (
     spec,
 )
 from dialogue_gym.tasks import register_card, task_cards
-
-__version__ = "0.1.0"
+from dialogue_gym.version import __version__
 
 
 def _register_catalog() -> Mapping[str, tuple[str, ...]]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from dialogue_gym import metrics
 from dialogue_gym.agents import OPENAI_PREFIX, _names_parameter, agent_factory
 from dialogue_gym.journal import MANIFEST_FILE, JournalError, write_json
+from dialogue_gym.version import __version__
 
 if TYPE_CHECKING:
     from dialogue_gym.registry import EnvSpec
@@ -205,8 +206,6 @@ def stamp(
     identities and prompt version); :func:`dialogue_gym.evaluate` adds the agent's options
     and ``agent_hash``.
     """
-    import dialogue_gym  # at call time: dialogue_gym may import this module
-
     base = getattr(env, "unwrapped", env)
     resolved = env_spec.resolved(**env_kwargs)
     hashed = outcome_options(resolved)
@@ -220,7 +219,7 @@ def stamp(
             {**hashed, "components": parts} if "backend" in parts else hashed
         ),
         "components": parts,
-        "dialogue_gym_version": dialogue_gym.__version__,
+        "dialogue_gym_version": __version__,
         "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
         "agent_kwargs": json_safe(dict(agent_kwargs)),
         "episodes": episodes,

@@ -61,11 +61,6 @@ KNOWN_MODULE_CYCLES: dict[frozenset[str], str] = {
         "registry.make / vector.make_vec; the registry should not know the Gymnasium views "
         "(register them where dialogue_gym/__init__ registers the catalog)"
     ),
-    frozenset({"dialogue_gym", "dialogue_gym.evaluation", "dialogue_gym.run_config"}): (
-        "run_config.stamp imports dialogue_gym at call time (for the version) while "
-        "dialogue_gym/__init__ re-exports evaluate; read the version from the package metadata "
-        "or a leaf module instead"
-    ),
 }
 
 # Cycles between the core's top-level parts (see the module doc), as above.
@@ -76,9 +71,6 @@ KNOWN_PART_CYCLES: dict[frozenset[str], str] = {
     ),
     frozenset({"dialogue_gym.gym_views", "dialogue_gym.registry", "dialogue_gym.vector"}): (
         "the registry <-> gym_views module cycle above"
-    ),
-    frozenset({"dialogue_gym", "dialogue_gym.evaluation", "dialogue_gym.run_config"}): (
-        "the dialogue_gym <-> run_config module cycle above"
     ),
 }
 

@@ -32,11 +32,14 @@ Every field is validated by :mod:`dialogue_gym.card_schema`'s helpers, so a bad 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dialogue_gym import card_schema as schema
 from dialogue_gym.card_schema import CardError
+
+if TYPE_CHECKING:  # cards.py builds TaskCard from these sections
+    from dialogue_gym.cards import TaskCard
 
 __all__ = [
     "AGENT_FAMILIES",
@@ -46,6 +49,7 @@ __all__ = [
     "CatalogEntry",
     "CorpusSpec",
     "PromptWording",
+    "TaskTable",
     "parse_agent_family",
     "parse_catalog",
     "parse_corpus",
@@ -132,6 +136,40 @@ class PromptWording:
     annotator_hints: tuple[str, ...] = ()
 
 
+class TaskTable(Mapping[str, Any]):
+    """A read-only table task id → one value of each card, computed from the cards when read.
+
+    For code that holds a task id rather than a card (``TRAIN_SPLITS["CB"]``): the table is
+    never built at import, and it follows the cards (a card registered later shows up).
+
+    Args:
+        value: The value of a card; ``None`` or empty leaves the card's task out.
+        cards: Returns the cards to read (e.g. the registered ones).
+    """
+
+    def __init__(
+        self, value: Callable[[TaskCard], Any], cards: Callable[[], Iterable[TaskCard]]
+    ) -> None:
+        self._value = value
+        self._cards = cards
+
+    def _table(self) -> dict[str, Any]:
+        values = ((card.id, self._value(card)) for card in self._cards())
+        return {task: value for task, value in values if value}
+
+    def __getitem__(self, task: str) -> Any:
+        return self._table()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return f"TaskTable({self._table()!r})"
+
+
 def parse_catalog(data: Mapping[str, Any]) -> CatalogEntry:
     """The ``[catalog]`` section (optional; defaults describe soft and hard users generically).
 
@@ -206,9 +244,7 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
             )
     return CorpusSpec(
         name=name,
-        train_split=schema.choice(
-            section, "train_split", where, ("train", "valid", "test"), "train"
-        ),
+        train_split=schema.choice(section, "train_split", where, _SPLITS, "train"),
         sft_format=chosen["sft_format"],
         planner_format=chosen["planner_format"],
         label_aliases=aliases,

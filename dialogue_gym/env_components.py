@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dialogue_gym.card_sections import TaskTable
 from dialogue_gym.cards import TaskCard, builtin_cards, load_card
 from dialogue_gym.judges import default_success_judge
 from dialogue_gym.judges.base import RationalityJudge, SuccessJudge
@@ -44,25 +45,10 @@ PIN_POOLS = {"persona": "personas", "listing": "listings"}
 Opening = tuple[tuple[str, str], ...]
 
 
-class _CorpusOfShippedTask(Mapping[str, str]):
-    """Task id → corpus name of the shipped cards (their ``[corpus] name``), read lazily."""
-
-    @staticmethod
-    def _table() -> dict[str, str]:
-        cards = (load_card(name) for name in builtin_cards())
-        return {card.id: card.corpus.name for card in cards if card.corpus is not None}
-
-    def __getitem__(self, task: str) -> str:
-        return self._table()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-
-CORPORA: Mapping[str, str] = _CorpusOfShippedTask()
+CORPORA: Mapping[str, str] = TaskTable(
+    lambda card: card.corpus.name if card.corpus else None,
+    lambda: (load_card(name) for name in builtin_cards()),
+)
 """Task id → corpus name of the shipped cards (``{"P4G": "p4g", ...}``), kept for code that
 has only a task id; code holding a card reads ``card.corpus`` (third-party cards included),
 and :data:`dialogue_gym.tasks.CORPUS_OF_TASK` covers every registered card."""

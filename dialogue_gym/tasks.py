@@ -20,10 +20,11 @@ real-corpus episodes, the training corpora and the hand-written agents all read 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dialogue_gym.card_sections import TaskTable
 from dialogue_gym.cards import TaskCard, card_header, load_card
 from dialogue_gym.registry import EnvSpec, RegistryError, load_plugins, register, registry
 
@@ -125,23 +126,8 @@ def task_card(task: str) -> TaskCard:
     return card if isinstance(card, TaskCard) else load_card(card)
 
 
-class _CorpusOfTask(Mapping[str, str]):
-    """Task id → the corpus its real episodes come from, read from the registered cards."""
-
-    def __getitem__(self, task: str) -> str:
-        return _corpora()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_corpora())
-
-    def __len__(self) -> int:
-        return len(_corpora())
-
-
-def _corpora() -> dict[str, str]:
-    return {t: c.corpus.name for t, c in task_cards().items() if c.corpus is not None}
-
-
-CORPUS_OF_TASK: Mapping[str, str] = _CorpusOfTask()
+CORPUS_OF_TASK: Mapping[str, str] = TaskTable(
+    lambda card: card.corpus.name if card.corpus else None, lambda: task_cards().values()
+)
 """Task id → corpus name (``{"P4G": "p4g", ...}``) of every registered card with a
 ``[corpus] name``."""

@@ -14,10 +14,12 @@ for a card that names none, fails with the covered families.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from dialogue_gym.card_sections import TaskTable
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.tasks import task_cards
 
 SCRIPTED = {
     "persuasion": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",
@@ -61,30 +63,9 @@ def bad_agent(card: TaskCard) -> str:
     return BAD_AGENT_OF_FAMILY[_family(BAD_AGENT_OF_FAMILY, "bad agent", card)]
 
 
-class _BadAgentOfTask(Mapping[str, str]):
-    """Task id → bad agent name for every registered task whose card names a family."""
-
-    @staticmethod
-    def _table() -> dict[str, str]:
-        from dialogue_gym.tasks import task_cards  # loads the cards on first use only
-
-        return {
-            task: BAD_AGENT_OF_FAMILY[card.agent_family]
-            for task, card in task_cards().items()
-            if card.agent_family in BAD_AGENT_OF_FAMILY
-        }
-
-    def __getitem__(self, task: str) -> str:
-        return self._table()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-
-BAD_AGENT: Mapping[str, str] = _BadAgentOfTask()
+BAD_AGENT: Mapping[str, str] = TaskTable(
+    lambda card: BAD_AGENT_OF_FAMILY.get(card.agent_family or ""), lambda: task_cards().values()
+)
 """Task id → the name of the task's bad agent, read from the registered cards' families (for
 code that holds a task id; with a card, use :func:`bad_agent`)."""
 

@@ -45,13 +45,13 @@ views of the registered cards for callers that hold only an id.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dialogue_gym.card_sections import CorpusSpec
+from dialogue_gym.card_sections import CorpusSpec, TaskTable
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.tasks import task_card, task_cards
@@ -97,37 +97,23 @@ def corpus_of(task: str | TaskCard) -> str:
     return corpus_spec(task).name
 
 
-class _TaskTable(Mapping[str, Any]):
-    """Task id → one ``[corpus]`` field of each registered card that sets it (read lazily)."""
-
-    def __init__(self, field: Callable[[CorpusSpec], Any]) -> None:
-        self._field = field
-
-    def _table(self) -> dict[str, Any]:
-        cards = task_cards().items()
-        fields = {task: self._field(card.corpus) for task, card in cards if card.corpus}
-        return {task: value for task, value in fields.items() if value}
-
-    def __getitem__(self, task: str) -> Any:
-        return self._table()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
+def _corpus_table(field: Callable[[CorpusSpec], Any]) -> TaskTable:
+    """Task id → one ``[corpus]`` field of each registered card that sets it."""
+    return TaskTable(
+        lambda card: field(card.corpus) if card.corpus else None, lambda: task_cards().values()
+    )
 
 
-TRAIN_SPLITS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.train_split)
+TRAIN_SPLITS: Mapping[str, str] = _corpus_table(lambda corpus: corpus.train_split)
 """Default training split per task (the cards' ``[corpus] train_split``; ``train`` if unset)."""
 
-SFT_FORMATS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.sft_format)
+SFT_FORMATS: Mapping[str, str] = _corpus_table(lambda corpus: corpus.sft_format)
 """Corpus format read for SFT per task (default: the loader's first format found)."""
 
-PLANNER_FORMATS: Mapping[str, str] = _TaskTable(lambda corpus: corpus.planner_format)
+PLANNER_FORMATS: Mapping[str, str] = _corpus_table(lambda corpus: corpus.planner_format)
 """Corpus format with strategy labels per task (ESConv's default format has them)."""
 
-LABEL_ALIASES: Mapping[str, Mapping[str, str]] = _TaskTable(lambda corpus: corpus.label_aliases)
+LABEL_ALIASES: Mapping[str, Mapping[str, str]] = _corpus_table(lambda corpus: corpus.label_aliases)
 """Extra corpus label → card strategy mappings beyond identical names, per task."""
 
 

@@ -19,6 +19,10 @@ Results on disk (``out``):
   options is refused, naming them (:mod:`dialogue_gym.run_config`).
 * ``.lock`` — present while an evaluation writes the folder: a second one is refused.
 
+Episodes play on one env in this process, on worker threads (``concurrency``), on a vector env
+(``num_envs``) or on Ray workers (``executor="ray"``): the executors of
+:mod:`dialogue_gym.executors`, one interface for all four. The records do not depend on which.
+
 On negotiation tasks (a deal judge: CraigslistBargain) every record carries ``sl``, the
 sale-to-list ratio of its deal (0 without one), and the summaries and table report the mean SL
 with its CI next to SR; the table ranks those agents by SL (:func:`metrics.rank_rows`).
@@ -61,6 +65,7 @@ from dialogue_gym.executors import (
 from dialogue_gym.journal import (
     EPISODES_FILE,
     SUMMARY_FILE,
+    RecordKey,
     append_line,
     open_out_dir,
     read_episodes,
@@ -91,8 +96,6 @@ _LOG = logging.getLogger(__name__)
 
 MAX_EPISODES = 1_000_000
 """Upper bound on ``episodes`` per (agent, env) pair."""
-
-Key = tuple[str, str, int, int]
 
 EXECUTORS = ("local", "ray")
 """Where :func:`evaluate` plays episodes."""
@@ -326,7 +329,7 @@ class _Plan:
     keep_records: bool = True
     episodes_path: Path | None = None
     worker_usage: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    done: Mapping[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    done: Mapping[RecordKey, dict[str, Any]] = dataclasses.field(default_factory=dict)
     first_agent: Agent | None = None  # built by _prepare for the first pair's lone-env loop
     sources: Mapping[str, AgentSource] = dataclasses.field(default_factory=dict)
 
@@ -382,7 +385,7 @@ def _prepare(
 
 def _load_done(
     path: Path, configs: Mapping[tuple[str, str], Mapping[str, Any]], keep: bool
-) -> dict[Key, dict[str, Any]]:
+) -> dict[RecordKey, dict[str, Any]]:
     """The recorded episodes of this call's pairs (:func:`~dialogue_gym.journal.read_episodes`).
 
     An incomplete last line is cut off the file (its episode plays again); records made with

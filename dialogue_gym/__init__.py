@@ -19,12 +19,14 @@ from types import MappingProxyType
 from dialogue_gym.cards import builtin_cards
 from dialogue_gym.env import DialogueEnv
 from dialogue_gym.evaluation import EvalResult, evaluate
+from dialogue_gym.gym_views import register_views
 from dialogue_gym.mind import BDI, LatentSpace, RewardWeights
 from dialogue_gym.registry import (
     EnvSpec,
     RegistryError,
     load_plugins,
     make,
+    on_register,
     pprint_registry,
     register,
     registry,
@@ -32,6 +34,10 @@ from dialogue_gym.registry import (
 )
 from dialogue_gym.tasks import register_card, task_cards
 from dialogue_gym.version import __version__
+
+# Every env registered from here on (the catalog below, plugins, register()) also gets its
+# Gymnasium views; wired here so that the registry does not import the views.
+on_register(lambda env_spec: register_views([env_spec]))
 
 
 def _register_catalog() -> Mapping[str, tuple[str, ...]]:

@@ -107,6 +107,15 @@ class EnvSpec:
 
 registry: dict[str, EnvSpec] = {}
 
+# Called with every spec registered from now on. ``dialogue_gym/__init__`` adds the Gymnasium
+# views' registration here, so the registry never imports the views (which import it).
+_register_listeners: list[Callable[[EnvSpec], object]] = []
+
+
+def on_register(listener: Callable[[EnvSpec], object]) -> None:
+    """Calls ``listener(spec)`` for every env :func:`register` registers from now on."""
+    _register_listeners.append(listener)
+
 
 def register(
     id: str,
@@ -118,7 +127,8 @@ def register(
 
     The views are ``dialogue_gym/<id>`` (the system seat, text) and
     ``dialogue_gym/<Task-user>-Strategy-vN`` (strategy actions); see
-    :mod:`dialogue_gym.gym_views`.
+    :mod:`dialogue_gym.gym_views` (registered by the listener ``dialogue_gym`` adds with
+    :func:`on_register`).
 
     Raises:
         RegistryError: ``id`` is already registered.
@@ -127,9 +137,8 @@ def register(
         raise RegistryError(f"env id {id!r} is already registered")
     env_spec = EnvSpec(id=id, entry_point=entry_point, kwargs=kwargs, description=description)
     registry[id] = env_spec
-    from dialogue_gym.gym_views import register_views  # gymnasium's registry only
-
-    register_views([env_spec])
+    for listener in _register_listeners:
+        listener(env_spec)
     return env_spec
 
 

@@ -47,9 +47,9 @@ from typing import Any
 
 import dialogue_gym
 from dialogue_gym import metrics
-from dialogue_gym_agents.training.checkpoint import load_checkpoint
-from dialogue_gym_agents.training.planner import REWARDS, PlannerConfig, train_planner
-from dialogue_gym_agents.training.sft import RetrievalConfig, train_retrieval
+from dialogue_gym_agents.common.checkpoint import load_checkpoint
+from dialogue_gym_agents.planner.train import REWARDS, PlannerConfig, train_planner
+from dialogue_gym_agents.sft.retrieval import RetrievalConfig, train_retrieval
 
 EVAL_SEED = 100_000  # episode seeds far from anything used in training
 T = 8  # the exchange budget of SR@T in the paired differences (P4G's and ESConv's T)

@@ -62,7 +62,7 @@ def _default_data() -> Path:
 
 
 def _masp_config(task: str, seed: int, out: Path, args: argparse.Namespace, **extra: Any) -> Any:
-    from dialogue_gym_agents.training.masp import MASPConfig
+    from dialogue_gym_agents.masp.config import MASPConfig
 
     return MASPConfig(
         task=task,
@@ -85,9 +85,9 @@ def train_systems(
     task: str, seed: int, args: argparse.Namespace
 ) -> tuple[dict[str, str], dict[str, float]]:
     """Trains (or reuses) the four systems of one task and seed; returns agent names and timings."""
-    from dialogue_gym_agents.training.checkpoint import load_checkpoint
-    from dialogue_gym_agents.training.masp import train_masp
-    from dialogue_gym_agents.training.planner import PlannerConfig, train_planner
+    from dialogue_gym_agents.common.checkpoint import load_checkpoint
+    from dialogue_gym_agents.masp.train import train_masp
+    from dialogue_gym_agents.planner.train import PlannerConfig, train_planner
 
     root = Path(args.out) / f"{task}-seed{seed}"
     timings: dict[str, float] = {}

@@ -1,7 +1,7 @@
 """Held-out NLL of P4G persuader turns before and after LoRA SFT of SmolLM2 (issue 6).
 
 One run of the real trainer (``dialogue-gym train sft --method lora``, via
-:func:`~dialogue_gym_agents.lm.sft_lora.train_lora_model`) on the P4G *train* split, measuring
+:func:`~dialogue_gym_agents.sft.lora.train_lora_model`) on the P4G *train* split, measuring
 the mean negative log-likelihood per reply token of the persuader's turns in held-out *valid*
 dialogues — the same examples, prompts and tokens before and after training. It prints both
 numbers, their difference, the tokens trained on, and wall-clock per phase with the machine's
@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dialogue_gym_agents.lm.sft_lora import LoraSFTConfig, train_lora_model
-from dialogue_gym_agents.training.checkpoint import load_checkpoint
+from dialogue_gym_agents.common.checkpoint import load_checkpoint
+from dialogue_gym_agents.sft.lora import LoraSFTConfig, train_lora_model
 
 
 def _default_data() -> str:

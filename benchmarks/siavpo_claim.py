@@ -18,7 +18,7 @@ The first four see ``iterations × seeds_per_iteration × group_size`` episodes 
 
 Each trained policy (deterministic, student view only) is then evaluated on held-out episode
 seeds against the ``hard`` user and, for the generalization claim, against ``soft``,
-``strict`` and ``lenient`` users (``dialogue_gym_agents.siavpo.user_preset``). Reported per
+``strict`` and ``lenient`` users (``dialogue_gym_agents.siavpo.users.user_preset``). Reported per
 task × method, pooled over the training seeds, with 95% bootstrap CIs
 (``dialogue_gym.metrics.bootstrap_ci``):
 
@@ -55,9 +55,10 @@ import torch
 import dialogue_gym
 from dialogue_gym import metrics
 from dialogue_gym.cards import load_card
-from dialogue_gym_agents.siavpo import user_preset
-from dialogue_gym_agents.training.planner import PlannerConfig, train_planner
-from dialogue_gym_agents.training.siavpo import SiavpoConfig, train_siavpo
+from dialogue_gym_agents.planner.train import PlannerConfig, train_planner
+from dialogue_gym_agents.siavpo.config import SiavpoConfig
+from dialogue_gym_agents.siavpo.train import train_siavpo
+from dialogue_gym_agents.siavpo.users import user_preset
 
 METHODS: dict[str, dict[str, Any]] = {
     "siavpo": {},

@@ -90,7 +90,7 @@ def test_tiny_run_trains_one_planner_per_reward_and_reuses_them(bench, tmp_path,
         assert f"\n{label} " in out
     assert "P4G-hard-v0: SR planner[env] / planner[success] = " in out
     success, env = tmp_path / "planner-P4G-success", tmp_path / "planner-P4G-env"
-    from dialogue_gym_agents.training.checkpoint import load_checkpoint
+    from dialogue_gym_agents.common.checkpoint import load_checkpoint
 
     assert load_checkpoint(success).config["reward"] == "success"
     assert load_checkpoint(env).config["reward"] == "env"

@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dialogue_gym_agents.masp import _load_state  # noqa: E402
-from dialogue_gym_agents.training.checkpoint import (  # noqa: E402
+from dialogue_gym_agents.common.checkpoint import (  # noqa: E402
     CorruptCheckpointError,
     load_torch_module,
 )
+from dialogue_gym_agents.masp.agent import _load_state  # noqa: E402
 
 
 class _Payload:

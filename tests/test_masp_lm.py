@@ -17,20 +17,21 @@ from typing import Any
 import pytest
 import torch
 from safetensors.torch import load_file
+from tiny_lm import build_tiny_model
 
 import dialogue_gym
 from dialogue_gym.cards import load_card
-from dialogue_gym_agents.lm.masp_lm import LM_DIRS, MASPLMAgent, StudentLMSeat
-from dialogue_gym_agents.lm.policy import REFERENCE_WEIGHTS, LMResponse
-from dialogue_gym_agents.lm.tiny import build_tiny_model
-from dialogue_gym_agents.masp import load_models, masp
-from dialogue_gym_agents.mentalization import LearnedStudent
-from dialogue_gym_agents.training.checkpoint import (
+from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,
     load_checkpoint,
 )
-from dialogue_gym_agents.training.masp import MASPConfig, main, train_masp
+from dialogue_gym_agents.common.lm.policy import REFERENCE_WEIGHTS, LMResponse
+from dialogue_gym_agents.masp.agent import load_models, masp
+from dialogue_gym_agents.masp.config import MASPConfig
+from dialogue_gym_agents.masp.lm_policy import LM_DIRS, MASPLMAgent, StudentLMSeat
+from dialogue_gym_agents.masp.mentalizers import LearnedStudent
+from dialogue_gym_agents.masp.train import main, train_masp
 
 ADAPTER = "adapter_model.safetensors"
 

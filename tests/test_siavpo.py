@@ -20,37 +20,37 @@ from dialogue_gym.env import CONCERN_EVENTS
 from dialogue_gym.metrics import format_table, summarize
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym_agents.siavpo import (
+from dialogue_gym_agents.common.checkpoint import (
+    CheckpointError,
+    CheckpointMismatchError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+)
+from dialogue_gym_agents.common.config import parse_config
+from dialogue_gym_agents.siavpo.agent import siavpo
+from dialogue_gym_agents.siavpo.config import SiavpoConfig
+from dialogue_gym_agents.siavpo.losses import (
+    aopd_kl,
+    outcome_advantages,
+    stpr_advantages,
+    stpr_credit,
+)
+from dialogue_gym_agents.siavpo.policy import (
     STUDENT,
     TEACHER,
     PrivilegedFeatures,
     StepInput,
     StrategyViewNet,
     StrategyViewPolicy,
-    siavpo,
-    user_preset,
 )
-from dialogue_gym_agents.training.checkpoint import (
-    CheckpointError,
-    CheckpointMismatchError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-)
-from dialogue_gym_agents.training.config import parse_config
-from dialogue_gym_agents.training.siavpo import (
+from dialogue_gym_agents.siavpo.train import (
     Rollout,
-    SiavpoConfig,
     main,
     make_envs,
     train_siavpo,
     turn_advantages,
 )
-from dialogue_gym_agents.training.siavpo_losses import (
-    aopd_kl,
-    outcome_advantages,
-    stpr_advantages,
-    stpr_credit,
-)
+from dialogue_gym_agents.siavpo.users import user_preset
 
 ENV_IDS = sorted(dialogue_gym.registry)
 

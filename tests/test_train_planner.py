@@ -17,7 +17,16 @@ from dialogue_gym.cards import load_card
 from dialogue_gym.cli import main
 from dialogue_gym.data import load_corpus
 from dialogue_gym.wrappers import StrategyActions
-from dialogue_gym_agents.planner import (
+from dialogue_gym_agents.common.checkpoint import (
+    CheckpointMismatchError,
+    CheckpointNotFoundError,
+    CheckpointWriter,
+    load_checkpoint,
+)
+from dialogue_gym_agents.common.seeding import generators
+from dialogue_gym_agents.common.tracking import RunLogger, read_scalars
+from dialogue_gym_agents.planner import train as planner_training
+from dialogue_gym_agents.planner.agent import (
     LLMStrategyRealizer,
     PlannerAgent,
     StrategyFeatures,
@@ -25,22 +34,13 @@ from dialogue_gym_agents.planner import (
     load_policy,
     planner,
 )
-from dialogue_gym_agents.training import planner as planner_training
-from dialogue_gym_agents.training.checkpoint import (
-    CheckpointMismatchError,
-    CheckpointNotFoundError,
-    CheckpointWriter,
-    load_checkpoint,
-)
-from dialogue_gym_agents.training.corpora import LabelMapper
-from dialogue_gym_agents.training.planner import (
+from dialogue_gym_agents.planner.train import (
     PlannerConfig,
     copy_actor_weights,
     corpus_examples,
     pretrain,
 )
-from dialogue_gym_agents.training.seeding import generators
-from dialogue_gym_agents.training.tracking import RunLogger, read_scalars
+from dialogue_gym_agents.training.corpora import LabelMapper
 
 DATA = Path(
     os.environ.get("DIALOGUE_GYM_DATA")
@@ -383,7 +383,7 @@ def test_checkpoint_errors(p4g_planner: Path, tmp_path: Path) -> None:
 def test_train_command_lists_trainers(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train"]) == 0
     out = capsys.readouterr().out
-    assert "planner" in out and "dialogue_gym_agents.training.sft:main" in out
+    assert "planner" in out and "dialogue_gym_agents.sft.train:main" in out
     assert main(["train", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown trainer 'nope'; registered trainers: " in err

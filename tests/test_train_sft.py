@@ -14,22 +14,22 @@ from dialogue_gym.cards import load_card
 from dialogue_gym.cli import main
 from dialogue_gym.data import DataNotFoundError, load_corpus
 from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym_agents.common.checkpoint import (
+    CheckpointMismatchError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    load_checkpoint,
+)
+from dialogue_gym_agents.common.tracking import read_scalars
 from dialogue_gym_agents.dispatch import scripted
-from dialogue_gym_agents.planner import planner
-from dialogue_gym_agents.retrieval import (
+from dialogue_gym_agents.planner.agent import planner
+from dialogue_gym_agents.sft.retrieval import (
     RetrievalAgent,
     RetrievalParams,
     build_index,
     context_keys,
     sft_retrieval,
 )
-from dialogue_gym_agents.training.checkpoint import (
-    CheckpointMismatchError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    load_checkpoint,
-)
-from dialogue_gym_agents.training.tracking import read_scalars
 
 DATA = Path(
     os.environ.get("DIALOGUE_GYM_DATA")
@@ -163,7 +163,7 @@ def test_task_without_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_missing_data_root(tmp_path: Path) -> None:
-    from dialogue_gym_agents.training.sft import RetrievalConfig, train_retrieval
+    from dialogue_gym_agents.sft.retrieval import RetrievalConfig, train_retrieval
 
     config = RetrievalConfig(task="P4G", out=tmp_path / "x", data=str(tmp_path / "no-data"))
     with pytest.raises(DataNotFoundError, match="does not exist"):

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from dialogue_gym.cards import load_card
-from dialogue_gym_agents.training import tracking
-from dialogue_gym_agents.training.checkpoint import (
+from dialogue_gym_agents.common import tracking
+from dialogue_gym_agents.common.checkpoint import (
     MANIFEST,
     CheckpointError,
     CheckpointMismatchError,
@@ -31,7 +31,7 @@ from dialogue_gym_agents.training.checkpoint import (
     load_checkpoint,
     resolve_model_path,
 )
-from dialogue_gym_agents.training.config import (
+from dialogue_gym_agents.common.config import (
     TrainConfig,
     build_parser,
     config_from_dict,
@@ -39,14 +39,14 @@ from dialogue_gym_agents.training.config import (
     option,
     parse_config,
 )
-from dialogue_gym_agents.training.rl import (
+from dialogue_gym_agents.common.rl import (
     discounted_returns,
     episode_outcomes,
     group_advantages,
     normalize_advantages,
 )
-from dialogue_gym_agents.training.seeding import derive_seed, generators, isolated_global_rng
-from dialogue_gym_agents.training.tracking import RunLogger, read_scalars
+from dialogue_gym_agents.common.seeding import derive_seed, generators, isolated_global_rng
+from dialogue_gym_agents.common.tracking import RunLogger, read_scalars
 
 
 @dataclasses.dataclass
@@ -228,7 +228,7 @@ def test_staging_left_by_a_killed_run_is_removed(tmp_path: Path) -> None:
 
 
 def test_sigterm_during_a_run_cleans_up(tmp_path: Path) -> None:
-    from dialogue_gym_agents.training.cli import _sigterm_as_exit
+    from dialogue_gym_agents.common.cli import _sigterm_as_exit
 
     before = signal.getsignal(signal.SIGTERM)
     with (

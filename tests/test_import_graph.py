@@ -45,12 +45,7 @@ ALLOWED_OVER_600 = {
 KNOWN_MODULE_CYCLES: dict[frozenset[str], str] = {}
 
 # Cycles between the core's top-level parts (see the module doc), as above.
-KNOWN_PART_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"dialogue_gym.judges", "dialogue_gym.users"}): (
-        "users/wording.py still imports classify_stance from judges.embedded (lazily); it "
-        "should import it from dialogue_gym.stance (judges -> users.base stays, the right way)"
-    ),
-}
+KNOWN_PART_CYCLES: dict[frozenset[str], str] = {}
 
 _TYPE_CHECKING_NAMES = {"TYPE_CHECKING"}
 _REGISTRY_STRING = re.compile(r"^(dialogue_gym(?:\.\w+)*):\w+$")

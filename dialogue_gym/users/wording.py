@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dialogue_gym.cards import Style, TaskCard
+from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.persona import Persona
 
@@ -28,10 +29,7 @@ USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 
 
 def _stated_stance(text: str, card: TaskCard) -> str:
-    """The stance a reply states (the embedded judges' classifier)."""
-    # Imported here: the judges import this package's base module (a cycle at import time).
-    from dialogue_gym.judges.embedded import classify_stance
-
+    """The stance a reply states (the classifier the embedded judges use too)."""
     return classify_stance(text, card)
 
 

@@ -10,7 +10,13 @@ integrity targets of issue 13:
   above it. On negotiation (CB), where any deal below the listing is a "success", the score
   that ranks buyers is SL (sale-to-list): there the adversary's SL must be at most
   ``--ratio`` of ``scripted``'s and its SR never above ``scripted``'s;
-* soft envs: RCSR separates them (``scripted`` RCSR − adversary RCSR ≥ ``--rcsr-gap``).
+* soft envs: RCSR separates them: the paired-bootstrap 95 % CI of ``scripted``'s RCSR minus
+  the adversary's (per-episode RC-success indicators, the same seeds on both sides) lies above
+  0. The difference itself is printed, and ``--rcsr-gap`` (default 0) can demand a margin on
+  top. Note what RCSR@8 can and cannot see: with the paper's τ_q = 0.70 over the prefix up to
+  the success turn, one NOT_RATIONAL exchange is tolerated once τ_s ≥ 7, so an agreement the
+  user gives without reason at exchange 7 or 8 after six rational exchanges still counts. The
+  ``JSR`` column (successes whose deciding exchange the judge found rational) shows that part.
 
 Each cell that misses is printed as MISS, and the exit status is 1 when any does.
 
@@ -29,11 +35,13 @@ import time
 import torch
 
 from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics import paired_bootstrap_diff, rc_success_within
 from dialogue_gym.registry import registry
 from dialogue_gym.testing.adversaries import ADVERSARIES
 
 
-def _row(agent: str, env_id: str, args: argparse.Namespace) -> dict[str, float]:
+def _row(agent: str, env_id: str, args: argparse.Namespace) -> tuple[dict[str, float], list[float]]:
+    """The summary of ``agent`` on ``env_id`` and its per-episode RC-success indicators."""
     kwargs = {}
     path = agent
     if agent in ADVERSARIES:
@@ -55,7 +63,16 @@ def _row(agent: str, env_id: str, args: argparse.Namespace) -> dict[str, float]:
         agent_kwargs=kwargs,
         progress=False,
     )
-    return dict(result.summaries[0])
+    records = sorted(result.records, key=lambda r: r["episode"])
+    summary = dict(result.summaries[0])
+    summary["jsr"] = sum(_justified(r) for r in records) / max(len(records), 1)
+    return summary, [float(rc_success_within(r, 8)) for r in records]
+
+
+def _justified(record: dict) -> bool:
+    """Success whose deciding exchange the rationality judge found rational (q = +1)."""
+    turn = record.get("success_turn")
+    return bool(record.get("success")) and bool(turn) and record["q"][turn - 1] > 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,25 +93,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search-rounds", type=int, default=2, help="coordinate-ascent passes")
     parser.add_argument("--search-candidates", type=int, default=24, help="lines per position")
     parser.add_argument("--ratio", type=float, default=0.5, help="max adversary/scripted SR")
-    parser.add_argument("--rcsr-gap", type=float, default=0.2, help="min soft RCSR separation")
+    parser.add_argument(
+        "--rcsr-gap", type=float, default=0.0, help="margin the soft RCSR CI must clear"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     envs = args.envs or sorted(registry)
     misses = 0
-    header = f"{'env':<18} {'agent':<18} {'SR':>5} {'AT':>5} {'RCSR':>5} {'SL':>6}  check"
+    header = (
+        f"{'env':<18} {'agent':<18} {'SR':>5} {'AT':>5} {'RCSR':>5} {'JSR':>5} {'SL':>6}  check"
+    )
     print(header)
     print("-" * len(header))
     for env_id in envs:
         start = time.perf_counter()
-        base = _row("scripted", env_id, args)
+        base, base_rc = _row("scripted", env_id, args)
         hard = "-hard" in env_id
         sl_base = base.get("sl")
         print(
             f"{env_id:<18} {'scripted':<18} {base['sr']:5.2f} {base['at']:5.2f} "
-            f"{base['rcsr']:5.2f} {'' if sl_base is None else f'{sl_base:6.2f}'}"
+            f"{base['rcsr']:5.2f} {base['jsr']:5.2f} {'' if sl_base is None else f'{sl_base:6.2f}'}"
         )
         for agent in args.agents:
-            row = _row(agent, env_id, args)
+            row, row_rc = _row(agent, env_id, args)
             sl = row.get("sl")
             if hard and sl is not None and sl_base is not None:
                 ok = sl <= args.ratio * sl_base + 1e-9 and row["sr"] <= base["sr"] + 1e-9
@@ -103,11 +124,15 @@ def main(argv: list[str] | None = None) -> int:
                 ok = row["sr"] <= args.ratio * base["sr"] + 1e-9
                 check = f"SR <= {args.ratio:g}x scripted" + ("" if ok else "  MISS")
             else:
-                ok = base["rcsr"] - row["rcsr"] >= args.rcsr_gap - 1e-9
-                check = f"RCSR gap {base['rcsr'] - row['rcsr']:+.2f}" + ("" if ok else "  MISS")
+                diff = paired_bootstrap_diff(base_rc, row_rc, seed=args.seed)
+                ok = diff.low > args.rcsr_gap
+                check = f"RCSR diff {diff.mean:+.2f} [{diff.low:+.2f}, {diff.high:+.2f}]" + (
+                    "" if ok else "  MISS"
+                )
             misses += not ok
             print(
                 f"{'':<18} {agent:<18} {row['sr']:5.2f} {row['at']:5.2f} {row['rcsr']:5.2f} "
+                f"{row['jsr']:5.2f} "
                 f"{'' if sl is None else f'{sl:6.2f}'}  {check}"
             )
         print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)

@@ -219,12 +219,13 @@ class ListeningAgent:
             return self._answer(min(unsettled, key=lambda c: self._answered.get(c, 0)))
         if asked_last and stance == "refused":
             return str(self.lines["why_not"])
-        if stance in ("positive", "agree") and not asked_last:
-            return self._ask()  # they sound ready: ask while the iron is hot
         if not self._checked and not asked_last:
-            # What they raised is settled: check for anything else before asking.
+            # What they raised is settled: check for anything else before asking (sounding
+            # keen is not the same as having nothing left to raise).
             self._checked = True
             return str(self.lines["anything_else"])
+        if stance in ("positive", "agree") and not asked_last:
+            return self._ask()  # they sound ready: ask while the iron is hot
         while self._proactive:
             concern = self._proactive.pop(0)
             if self._answered.get(concern, 0) == 0:

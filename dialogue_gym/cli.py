@@ -47,6 +47,7 @@ from dialogue_gym.backends.cache import CacheFileError
 from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.journal import JournalWriteError
+from dialogue_gym.play import play
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
 from dialogue_gym.report import cli as report_cli
 from dialogue_gym.validity import cli as validity_cli
@@ -66,7 +67,6 @@ USAGE_ERRORS = (
 )
 """Exceptions reported as a one-line usage error (exit status 2)."""
 
-QUIT = "/quit"
 
 EXIT_ALL_ERRORED = 1
 EXIT_USAGE = 2
@@ -390,129 +390,9 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _read_turn(prompt: str, out: TextIO) -> str | None:
-    """Reads one system turn from ``sys.stdin``; ``None`` on EOF, Ctrl-C or ``/quit``."""
-    print(prompt, end="", file=out, flush=True)
-    try:
-        line = sys.stdin.readline()
-    except KeyboardInterrupt:
-        line = ""
-    if not line:
-        print(file=out)
-        return None
-    text = line.rstrip("\r\n")
-    if not sys.stdin.isatty():  # piped input: show what was "typed"
-        print(text, file=out)
-    return None if text.strip() == QUIT else text
-
-
-def _bdi_line(bdi: Mapping[str, Any]) -> str:
-    return (
-        f"ρ={bdi['receptivity']:.2f} c={bdi['confidence']:.2f} v={bdi['valence']:+.2f} | "
-        f"B: {bdi['belief']} | D: {bdi['desire']} | I: {bdi['intention']}"
-    )
-
-
-def _reveal(
-    base: Any,
-    initial: Mapping[str, Any] | None,
-    steps: Sequence[Mapping[str, Any]],
-    episode: Mapping[str, Any] | None,
-    out: TextIO,
-) -> None:
-    """Prints the hidden state of the episode that was just played."""
-    print("\n===== the hidden state =====", file=out)
-    user = getattr(base, "user", None)
-    persona = getattr(user, "persona", None)
-    if persona is not None:
-        print(
-            f"Persona {persona.id}: {persona.name}, {persona.age}, {persona.occupation}", file=out
-        )
-        print(f"  background: {persona.background}", file=out)
-        print(f"  style: {persona.style}", file=out)
-    reveal = getattr(user, "privileged", None)
-    privileged = reveal() if callable(reveal) else {}
-    if "preset" in privileged:
-        print(f"  user preset: {privileged['preset']}", file=out)
-    concerns = privileged.get("concerns", {})
-    if concerns:
-        print("Latent concerns:", file=out)
-        for cid, c in concerns.items():
-            print(
-                f"  {cid:<20} {c['status']:<20} progress {c['progress']}/{c['needed']}  "
-                f"strength {c['strength']:.2f}  voiced={c['voiced']}",
-                file=out,
-            )
-    if "willingness" in privileged:
-        trajectory = [
-            f"{s['privileged']['willingness']:.2f}"
-            for s in steps
-            if "willingness" in s.get("privileged", {})
-        ]
-        print(
-            f"Willingness: {privileged['willingness']:.2f}  (per exchange: "
-            f"{' '.join(trajectory) or '-'}; decision: {privileged.get('decision')})",
-            file=out,
-        )
-    bdis = [s["privileged"]["bdi"] for s in steps if "bdi" in s.get("privileged", {})]
-    print("BDI trajectory:", file=out)
-    if initial is not None:
-        print(f"  t=0  {_bdi_line(initial)}", file=out)
-    for t, bdi in enumerate(bdis, start=1):
-        print(f"  t={t:<2} {_bdi_line(bdi)}", file=out)
-
-    qs = [int(s["q"]) for s in steps if "q" in s]
-    T = int(getattr(base, "max_exchanges", metrics.DEFAULT_T))
-    if episode is None:
-        episode = {"success": False, "success_turn": None, "q": qs}
-    turn = episode.get("success_turn")
-    print("SR/RCSR inputs:", file=out)
-    print(f"  success: {bool(episode.get('success'))}  success turn: {turn}", file=out)
-    print(f"  q per exchange: {qs}", file=out)
-    print(f"  s per exchange: {[round(float(s['s']), 3) for s in steps if 's' in s]}", file=out)
-    print(f"  labels: {[s['success_label'] for s in steps if 'success_label' in s]}", file=out)
-    if turn:
-        mean_q = sum(qs[:turn]) / turn
-        rc = metrics.rc_success_within(episode, T)
-        print(
-            f"  mean q up to the success turn: {mean_q:.2f} (tau_q={metrics.TAU_Q}) -> "
-            f"{'rational' if rc else 'NOT rational'} success (counts for RCSR@{T}: {rc})",
-            file=out,
-        )
-
-
 def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
-    base = env.unwrapped
-    card = base.card
-    T = int(getattr(base, "max_exchanges", card.max_exchanges))
-    observations, _ = env.reset(seed=args.seed)
-    state = getattr(getattr(base, "user", None), "state", None)
-    to_dict = getattr(state, "to_dict", None)
-    initial = to_dict() if callable(to_dict) else None
-    env_id = env.spec.id if getattr(env, "spec", None) else args.env_id
-    print(f"{env_id}  (seed {args.seed})", file=out)
-    print(f"You are the {card.system_role}; the user is a {card.user_role}.", file=out)
-    print(f"Goal: {observations['system']['goal']}", file=out)
-    print(f"Up to {T} exchanges. Type {QUIT} or press Ctrl-D to stop.\n", file=out)
-    steps: list[dict[str, Any]] = []
-    episode: Mapping[str, Any] | None = None
-    while episode is None:
-        text = _read_turn(f"[{base.exchange + 1}/{T}] you> ", out)
-        if text is None:
-            print("(stopped early)", file=out)
-            break
-        _, _, terminated, truncated, infos = env.step({"system": text})
-        info = infos["system"]
-        steps.append(info)
-        print(f"[{base.exchange}/{T}] user> {base.history[-1][1]}", file=out)
-        if terminated["system"] or truncated["system"]:
-            episode = info["episode"]
-            outcome = "success" if episode["success"] else "no success"
-            print(f"\nEpisode over after {episode['turns']} exchanges: {outcome}.", file=out)
-    _reveal(base, initial, steps, episode, out)
-    env.close()
-    return 0
+    return play(env, args.env_id, args.seed, out)
 
 
 def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:

@@ -24,6 +24,12 @@ resolved through them):
 ``scripted`` and ``stall`` are left out on purpose: their behaviour may change by design between
 trees (:mod:`dialogue_gym_agents.baselines.listening`); pass ``--agents`` to choose others.
 
+Each (env, agent) cell plays in every ``--modes`` (default all), since the executors and the
+vector envs were restructured too: ``lone`` (one env in this process), ``threads``
+(``concurrency=2``), ``vector`` (``num_envs=2``); and ``strategy`` adds one cell per env that
+plays the :class:`~dialogue_gym.wrappers.StrategyActions` view (what the planner and PPO train
+on) with seeded random strategies, comparing every observation vector, reward and info.
+
 Each subprocess runs with ``PYTHONPATH=<tree>:<tree>/agents`` and ``OMP_NUM_THREADS=1``, and
 takes the editable installs' import finders out first, so ``dialogue_gym``, its card catalog
 (``dialogue_gym.catalog`` is ``<tree>/envs``) and ``dialogue_gym_agents`` all load from that
@@ -58,6 +64,15 @@ ADVERSARY_PATHS = {
 }
 DEFAULT_AGENTS = ("random", BAD, *ADVERSARY_PATHS)
 AGENT_PATHS = {"random": RANDOM, **ADVERSARY_PATHS}
+EVALUATE_MODES = {
+    "lone": {},
+    "threads": {"concurrency": 2},
+    "vector": {"num_envs": 2},
+}
+"""``evaluate`` keywords of each mode: the same records are expected from every executor."""
+STRATEGY = "strategy"
+STRATEGY_AGENT = "StrategyActions(random strategies)"
+MODES = (*EVALUATE_MODES, STRATEGY)
 
 IGNORED_FIELDS = frozenset(
     {
@@ -133,24 +148,33 @@ def foreign_modules(tree: Path) -> list[str]:
     return foreign
 
 
-def plan_cells(agents: Sequence[str], env_ids: Sequence[str]) -> list[tuple[str, str]]:
-    """(env id, agent path) for every env × agent; ``bad`` becomes the task's bad agent.
+Cell = tuple[str, str, str]
+"""(env id, agent path, mode)."""
 
-    Reads ``dialogue_gym_agents.dispatch.BAD_AGENT`` (task id → name) of the tree it runs in;
-    an env whose task has no bad agent gets no ``bad`` cell.
+
+def plan_cells(agents: Sequence[str], env_ids: Sequence[str], modes: Sequence[str]) -> list[Cell]:
+    """Every env × agent × evaluate mode, plus a ``strategy`` cell per env when asked.
+
+    ``bad`` becomes the task's bad agent, read from ``dialogue_gym_agents.dispatch.BAD_AGENT``
+    (task id → name) of the tree it runs in; an env whose task has none gets no ``bad`` cell.
     """
     from dialogue_gym_agents import dispatch
 
-    cells = []
+    cells: list[Cell] = []
     for env_id in env_ids:
+        paths = []
         for agent in agents:
             if agent == BAD:
                 name = dispatch.BAD_AGENT.get(env_id.split("-")[0])
-                if name is None:
-                    continue
-                cells.append((env_id, f"dialogue_gym_agents.dispatch:{name}"))
+                if name is not None:
+                    paths.append(f"dialogue_gym_agents.dispatch:{name}")
             else:
-                cells.append((env_id, AGENT_PATHS.get(agent, agent)))
+                paths.append(AGENT_PATHS.get(agent, agent))
+        for mode in modes:
+            if mode == STRATEGY:
+                cells.append((env_id, STRATEGY_AGENT, mode))
+            else:
+                cells.extend((env_id, path, mode) for path in paths)
     return cells
 
 
@@ -171,26 +195,65 @@ def normalize(value: Any, tree: str) -> Any:
     return normalize(repr(value), tree)
 
 
+def play_strategy_view(env_id: str, episodes: int, seed: int, encoder: str) -> list[dict]:
+    """Episodes of the env's StrategyActions view under seeded random strategies, every step."""
+    import numpy as np
+
+    from dialogue_gym.registry import make
+    from dialogue_gym.wrappers import StrategyActions
+
+    env = StrategyActions(make(env_id, encoder=encoder))
+    rng = np.random.default_rng(seed)
+    records = []
+    try:
+        for episode in range(episodes):
+            observation, info = env.reset(seed=seed + episode)
+            steps: list[dict[str, Any]] = [{"observation": observation, "info": info}]
+            done = False
+            while not done:
+                action = int(rng.integers(env.action_space.n))
+                observation, reward, terminated, truncated, info = env.step(action)
+                steps.append(
+                    {
+                        "action": action,
+                        "observation": observation,
+                        "reward": reward,
+                        "terminated": terminated,
+                        "truncated": truncated,
+                        "info": info,
+                    }
+                )
+                done = terminated or truncated
+            records.append({"episode": episode, "steps": steps})
+    finally:
+        env.close()
+    return records
+
+
 def run_cells(
-    cells: Sequence[tuple[str, str]], episodes: int, seed: int, encoder: str, tree: Path
+    cells: Sequence[Cell], episodes: int, seed: int, encoder: str, tree: Path
 ) -> dict[str, Any]:
-    """Evaluates every cell; ``{"env|agent": {"records": [...]}}`` or ``{"error": ...}``."""
+    """Plays every cell; ``{"env|agent|mode": {"records": [...]}}`` or ``{"error": ...}``."""
     from dialogue_gym.evaluation import evaluate
 
     results: dict[str, Any] = {}
-    for env_id, agent in cells:
-        key = cell_key(env_id, agent)
+    for env_id, agent, mode in cells:
+        key = cell_key(env_id, agent, mode)
         started = time.perf_counter()
         try:
-            result = evaluate(
-                [agent],
-                [env_id],
-                episodes=episodes,
-                seed=seed,
-                env_kwargs={"encoder": encoder},
-                progress=False,
-            )
-            results[key] = {"records": normalize(result.records, str(tree))}
+            if mode == STRATEGY:
+                records: Any = play_strategy_view(env_id, episodes, seed, encoder)
+            else:
+                records = evaluate(
+                    [agent],
+                    [env_id],
+                    episodes=episodes,
+                    seed=seed,
+                    env_kwargs={"encoder": encoder},
+                    progress=False,
+                    **EVALUATE_MODES[mode],
+                ).records
+            results[key] = {"records": normalize(records, str(tree))}
         except Exception as error:  # a cell that fails is compared by its error message
             results[key] = {"error": normalize(f"{type(error).__name__}: {error}", str(tree))}
         print(f"  {key}: {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
@@ -207,7 +270,7 @@ def worker(args: argparse.Namespace) -> int:
     cells = (
         [tuple(cell) for cell in json.loads(Path(args.cells).read_text())]
         if args.cells
-        else plan_cells(args.agents, env_ids)
+        else plan_cells(args.agents, env_ids, args.modes)
     )
     results = run_cells(cells, args.episodes, args.seed, args.encoder, tree)
     foreign = foreign_modules(tree)
@@ -220,9 +283,9 @@ def worker(args: argparse.Namespace) -> int:
 # --- comparison ---------------------------------------------------------------------------------
 
 
-def cell_key(env_id: str, agent: str) -> str:
-    """The key of one (env id, agent) cell in a worker's results."""
-    return f"{env_id}|{agent}"
+def cell_key(env_id: str, agent: str, mode: str) -> str:
+    """The key of one (env id, agent, mode) cell in a worker's results."""
+    return f"{env_id}|{agent}|{mode}"
 
 
 def first_difference(before: Any, after: Any, where: str = "") -> str | None:
@@ -275,14 +338,18 @@ def compare_cell(before: Mapping[str, Any] | None, after: Mapping[str, Any] | No
     return "identical"
 
 
-def table(rows: Sequence[tuple[str, str, int, str]]) -> str:
-    """The printed table: env id, agent, episodes, verdict."""
-    header = ("env", "agent", "eps", "result")
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(3)]
+Row = tuple[str, str, str, int, str]
+"""(env id, agent, mode, episodes, verdict)."""
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The printed table: env id, agent, mode, episodes, verdict."""
+    header = ("env", "agent", "mode", "eps", "result")
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(4)]
     lines = []
     for row in [header, *rows]:
         cells = [str(value).ljust(width) for value, width in zip(row, widths, strict=False)]
-        lines.append("  ".join([*cells, str(row[3])]))
+        lines.append("  ".join([*cells, str(row[4])]))
     lines.insert(1, "  ".join("-" * width for width in [*widths, 6]))
     return "\n".join(lines)
 
@@ -307,6 +374,8 @@ def run_tree(tree: Path, args: argparse.Namespace, out: Path, cells: Path | None
         args.encoder,
         "--agents",
         *args.agents,
+        "--modes",
+        *args.modes,
     ]
     if args.envs:
         command += ["--envs", *args.envs]
@@ -329,18 +398,18 @@ def compare(args: argparse.Namespace) -> int:
         print(f"after: {after_tree}", file=sys.stderr, flush=True)
         after = run_tree(after_tree, args, work / "after.json", work / "cells.json")
         seconds = time.perf_counter() - started
-    rows = []
-    for env_id, agent in before["cells"]:
-        key = cell_key(env_id, agent)
+    rows: list[Row] = []
+    for env_id, agent, mode in before["cells"]:
+        key = cell_key(env_id, agent, mode)
         verdict = compare_cell(before["results"].get(key), after["results"].get(key))
-        rows.append((env_id, agent, args.episodes, verdict))
+        rows.append((env_id, agent, mode, args.episodes, verdict))
     print(table(rows))
     failed = False
     for name, run in (("before", before), ("after", after)):
         if run["foreign_modules"]:
             failed = True
             print(f"{name}: modules loaded from outside the tree: {run['foreign_modules']}")
-    differing = sum(not row[3].startswith("identical") for row in rows)
+    differing = sum(not row[4].startswith("identical") for row in rows)
     print(
         f"{len(rows) - differing}/{len(rows)} cells identical "
         f"({args.episodes} episodes each, seed {args.seed}, encoder {args.encoder}; {seconds:.0f}s)"
@@ -362,6 +431,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         nargs="*",
         default=list(DEFAULT_AGENTS),
         help="random, bad (the task's bad agent), recite, stuff, inject, or module:Class paths",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="*",
+        default=list(MODES),
+        choices=list(MODES),
+        help="lone env, threads (concurrency=2), vector (num_envs=2), strategy view",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)

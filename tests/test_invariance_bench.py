@@ -80,9 +80,9 @@ def test_normalize_drops_timing_fields_and_marks_the_tree(bench):
 
 
 def test_table_lists_every_cell(bench):
-    text = bench.table([("P4G-hard-v0", "random", 3, "identical")])
-    assert text.splitlines()[0].split() == ["env", "agent", "eps", "result"]
-    assert text.splitlines()[2].split() == ["P4G-hard-v0", "random", "3", "identical"]
+    text = bench.table([("P4G-hard-v0", "random", "vector", 3, "identical")])
+    assert text.splitlines()[0].split() == ["env", "agent", "mode", "eps", "result"]
+    assert text.splitlines()[2].split() == ["P4G-hard-v0", "random", "vector", "3", "identical"]
 
 
 def test_needs_both_trees(bench):
@@ -104,10 +104,15 @@ def test_this_tree_against_itself(tmp_path):
         "--agents",
         "bad",
         "inject",
+        "--modes",
+        "lone",
+        "vector",
+        "strategy",
         "--episodes",
         "1",
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "dialogue_gym_agents.dispatch:lowball" in done.stdout
-    assert "2/2 cells identical" in done.stdout
+    assert "StrategyActions(random strategies)" in done.stdout
+    assert "5/5 cells identical" in done.stdout

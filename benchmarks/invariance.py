@@ -64,12 +64,9 @@ ADVERSARY_PATHS = {
 }
 DEFAULT_AGENTS = ("random", BAD, *ADVERSARY_PATHS)
 AGENT_PATHS = {"random": RANDOM, **ADVERSARY_PATHS}
-EVALUATE_MODES = {
-    "lone": {},
-    "threads": {"concurrency": 2},
-    "vector": {"num_envs": 2},
-}
-"""``evaluate`` keywords of each mode: the same records are expected from every executor."""
+EVALUATE_MODES = {"lone": (1, 1), "threads": (2, 1), "vector": (1, 2)}
+"""Mode → ``evaluate``'s (``concurrency``, ``num_envs``): every executor must give the same
+records."""
 STRATEGY = "strategy"
 STRATEGY_AGENT = "StrategyActions(random strategies)"
 MODES = (*EVALUATE_MODES, STRATEGY)
@@ -244,6 +241,7 @@ def run_cells(
             if mode == STRATEGY:
                 records: Any = play_strategy_view(env_id, episodes, seed, encoder)
             else:
+                concurrency, num_envs = EVALUATE_MODES[mode]
                 records = evaluate(
                     [agent],
                     [env_id],
@@ -251,7 +249,8 @@ def run_cells(
                     seed=seed,
                     env_kwargs={"encoder": encoder},
                     progress=False,
-                    **EVALUATE_MODES[mode],
+                    concurrency=concurrency,
+                    num_envs=num_envs,
                 ).records
             results[key] = {"records": normalize(records, str(tree))}
         except Exception as error:  # a cell that fails is compared by its error message

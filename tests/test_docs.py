@@ -17,6 +17,7 @@ also checked against ``.ci/run``, so that the two cannot drift apart.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import runpy
@@ -194,3 +195,76 @@ def test_readme_links_to_existing_pages_and_every_page_is_in_the_nav() -> None:
     nav = set(re.findall(r"([\w-]+\.md)", (ROOT / "mkdocs.yml").read_text(encoding="utf-8")))
     pages = {path.name for path in DOCUMENTS if path.parent.name == "docs"}
     assert pages == nav, f"pages not in the nav: {pages - nav}; nav without page: {nav - pages}"
+
+
+# Names the docs cite that are not modules: entry-point groups.
+ENTRY_POINT_GROUPS = {"dialogue_gym.agents", "dialogue_gym.trainers"}
+DOTTED = re.compile(r"`((?:dialogue_gym|dialogue_gym_agents)(?:\.\w+)+)(?::(\w+))?")
+
+
+def _module_file(dotted: str) -> Path | None:
+    if dotted == "dialogue_gym.catalog":  # pyproject's package-dir: the task cards in envs/
+        return ROOT / "envs" / "__init__.py"
+    top = ROOT / "agents" if dotted.startswith("dialogue_gym_agents") else ROOT
+    base = top.joinpath(*dotted.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _defines(node: ast.AST, name: str) -> ast.AST | None:
+    """The statement of ``node``'s body that defines or imports ``name`` (no import needed)."""
+    for statement in getattr(node, "body", []):
+        if isinstance(statement, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if statement.name == name:
+                return statement
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            if any((alias.asname or alias.name).split(".")[0] == name for alias in statement.names):
+                return statement
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return statement
+    return None
+
+
+def _resolves(dotted: str, attribute: str | None) -> bool:
+    """Whether a module path (and the names after it) exists, read from the source files."""
+    parts = [*dotted.split("."), *([attribute] if attribute else [])]
+    for split in range(len(parts), 0, -1):
+        source = _module_file(".".join(parts[:split]))
+        if source is None:
+            continue
+        node: ast.AST | None = ast.parse(source.read_text(encoding="utf-8"))
+        for name in parts[split:]:
+            node = _defines(node, name) if node is not None else None
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)):
+                return True  # re-exported or assigned: its members are not checked statically
+        return node is not None
+    return False
+
+
+def test_every_module_file_and_test_the_docs_name_exists() -> None:
+    missing = []
+    for path in DOCUMENTS:
+        text = path.read_text(encoding="utf-8")
+        for match in DOTTED.finditer(text):
+            if match[1] not in ENTRY_POINT_GROUPS and not _resolves(match[1], match[2]):
+                missing.append(f"{path.name}: {match[0]}`")
+        for match in re.finditer(
+            r"`((?:dialogue_gym|scripts|benchmarks|tests|envs|examples|agents)/[\w/.-]+\.\w+)", text
+        ):
+            if not (ROOT / match[1]).exists():
+                missing.append(f"{path.name}: {match[1]}")
+        test_file = None  # `test_x.py::name`, then `::other` for another test of the same file
+        for match in re.finditer(r"`(test_\w+\.py)?(?:::(\w+))?`", text):
+            test_file = match[1] or test_file
+            if test_file is None or not (match[1] or match[2]):
+                continue
+            source = ROOT / "tests" / test_file
+            if not source.is_file():
+                missing.append(f"{path.name}: tests/{test_file}")
+            elif match[2] and not re.search(rf"def {match[2]}\b", source.read_text("utf-8")):
+                missing.append(f"{path.name}: {test_file}::{match[2]}")
+    assert not missing, "the docs name what does not exist:\n" + "\n".join(missing)

@@ -3,11 +3,12 @@
 :class:`ListeningAgent` is what a sensible human persuader or salesperson does in a short call,
 reading only the dialogue and the public task card (never the user's hidden state): open with
 rapport, ask what would make the user hesitate, listen for the concern the user raises
-(:class:`~dialogue_gym_agents.baselines.ConcernListener` against the card's public ``voice``
-lines, telling reactions to an answer apart from newly raised worries), answer it with its own
-reasons until the user signals it is settled, check for anything else, and ask for the
-commitment when nothing raised is pending (always on the last exchange, never twice in a
-row). Task wording lives in the subclasses' tables: ``lines`` (``opening``, ``probe``,
+(:class:`ConcernListener` against the card's public ``voice`` lines, telling reactions to an
+answer apart from newly raised worries), answer it with its own reasons until the user signals
+it is settled, check once for anything else (even when the user already sounds keen: a soft
+user sounds keen from drift alone, and agreeing then is not justified), and ask for the
+commitment when nothing raised is pending (always on the last exchange, never twice in a row).
+Task wording lives in the subclasses' tables: ``lines`` (``opening``, ``probe``,
 ``open_question``, ``anything_else``, ``why_not``, ``asks``), ``answers`` per concern and the
 ``proactive`` order of concerns worth raising unprompted.
 """

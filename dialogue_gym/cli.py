@@ -146,12 +146,7 @@ def _parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="describe one environment")
     info.add_argument("env_id", metavar="ID", help=ENV_ID_HELP)
-    info.add_argument(
-        "--encoder",
-        default="hashing",
-        help="encoder used to build the env for display (default: hashing; "
-        "nothing shown depends on it)",
-    )
+    _add_env_options(info)
 
     ev = commands.add_parser("eval", help="evaluate agents on environments")
     ev.add_argument("env_ids", metavar="ID", nargs="+", help=ENV_ID_HELP + " (one or more)")
@@ -279,7 +274,7 @@ def _fmt_kwargs(kwargs: Mapping[str, Any]) -> str:
 
 def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     env_spec = spec(args.env_id)
-    env = make(env_spec.id, encoder=args.encoder)
+    env = make(env_spec.id, **_env_kwargs(args))
     base = env.unwrapped
     card = base.card
 
@@ -303,6 +298,7 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         f"receptivity={t.receptivity:.2f} confidence={t.confidence:.2f} valence={t.valence:+.2f}",
     )
     show("max exchanges", getattr(base, "max_exchanges", card.max_exchanges))
+    show("encoder", getattr(base.encoder, "name", type(base.encoder).__name__))
     for seat in env.possible_agents:
         show(f"action ({seat})", env.action_space(seat))
     for seat in env.possible_agents:

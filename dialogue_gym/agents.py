@@ -272,6 +272,7 @@ def build_agent(
     options: Mapping[str, Any] | None = None,
     *,
     name: str | None = None,
+    encoder: Any = None,
 ) -> Agent:
     """Calls ``factory`` for ``card``: with ``card=card`` only if it accepts it.
 
@@ -284,6 +285,10 @@ def build_agent(
         card: The env's task card.
         options: The agent options (keyword arguments of the factory).
         name: The agent's name, for messages (default: the factory's).
+        encoder: The env's sentence encoder, passed as ``encoder=`` to a factory that names an
+            ``encoder`` parameter unless ``options`` sets one: an agent that encodes text then
+            shares the env's encoder (one model in memory; ``--encoder hashing`` or ``static``
+            makes the agent fast too) instead of loading MiniLM for itself.
 
     Raises:
         TypeError: The built object has no ``act`` method (or the factory rejects a keyword).
@@ -296,6 +301,8 @@ def build_agent(
         and not _names_parameter(factory, "base_url")
     ):
         kwargs = {key: value for key, value in kwargs.items() if key != "base_url"}
+    if encoder is not None and "encoder" not in kwargs and _names_parameter(factory, "encoder"):
+        kwargs["encoder"] = encoder
     agent = factory(card=card, **kwargs) if accepts_card(factory) else factory(**kwargs)
     if not callable(getattr(agent, "act", None)):
         raise TypeError(f"agent {label!r} built a {type(agent).__name__} without an act() method")
@@ -347,11 +354,14 @@ class AgentSource:
     instance: Any = None
     name: str | None = None
 
-    def build(self, card: Any, options: Mapping[str, Any]) -> Agent:
-        """A fresh agent for ``card`` (the instance itself for an agent object)."""
+    def build(self, card: Any, options: Mapping[str, Any], encoder: Any = None) -> Agent:
+        """A fresh agent for ``card`` (the instance itself for an agent object).
+
+        ``encoder`` is the env's, shared with a factory that takes one (:func:`build_agent`).
+        """
         if self.factory is None:
             return self.instance  # checked by agent_sources to have act()
-        return build_agent(self.factory, card, options, name=self.label)
+        return build_agent(self.factory, card, options, name=self.label, encoder=encoder)
 
     def release(self, agent: Any) -> None:
         """Closes an agent built here (the caller's object stays open)."""

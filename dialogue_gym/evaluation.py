@@ -363,7 +363,9 @@ def _prepare(
             )
             for name in agent_names:
                 source = plan.sources[name]
-                agent = source.build(getattr(base, "card", None), plan.agent_kwargs)
+                agent = source.build(
+                    getattr(base, "card", None), plan.agent_kwargs, getattr(base, "encoder", None)
+                )
                 if not configs:  # the first pair reuses its agent (a model loads once)
                     plan.first_agent = agent
                 else:
@@ -496,6 +498,7 @@ def _run_pair(
                 plan.agent_kwargs,
                 card=card,
                 shared_backend=getattr(base, "backend", None),
+                encoder=getattr(base, "encoder", None),
             )
             executor = _executor(plan, pair, env, first_agent)
             if isinstance(executor, LoneEnvExecutor):

@@ -91,6 +91,7 @@ class PairSetup:
         shared_backend: The pair's env backend, shared by every env an executor builds (one
             request limit, connection pool, cache connection and usage account for the whole
             pair); ``None`` when the env has none.
+        encoder: The env's sentence encoder, shared with agents whose factory takes one.
     """
 
     env_id: str
@@ -99,10 +100,11 @@ class PairSetup:
     agent_kwargs: Mapping[str, Any]
     card: Any = None
     shared_backend: Any = None
+    encoder: Any = None
 
     def new_agent(self) -> Agent:
         """A fresh agent for the pair (the caller's object for an agent object)."""
-        return self.source.build(self.card, self.agent_kwargs)
+        return self.source.build(self.card, self.agent_kwargs, self.encoder)
 
     def release(self, agent: Agent) -> None:
         """Closes an agent :meth:`new_agent` built."""

@@ -8,13 +8,13 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from test_evaluation import PERSUASIVE, Persuader, agent, install_tiny
 
 from dialogue_gym.agents import accepts_card, agent_sources, build_agent, make_agent
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.evaluation import evaluate
 
 PLAIN = textwrap.dedent(
@@ -185,3 +185,43 @@ def test_agent_sources_drop_repeats_and_resolve_names() -> None:
     assert [s.label for s in sources] == [f"{__name__}:Plain", agent("Pushy")]
     assert sources[0].name == f"{__name__}:Plain"  # importable: a Ray worker can build it
     assert agent_sources(Plain())[0].name is None
+
+
+# -- the env's encoder is shared with agents that encode -----------------------------------------
+
+
+class Encoding(Persuader):
+    """Records the encoder it was built with."""
+
+    built_with: ClassVar[list[Any]] = []
+
+    def __init__(self, card: TaskCard, encoder: Any = "minilm") -> None:
+        super().__init__(card)
+        Encoding.built_with.append(encoder)
+
+
+def test_build_agent_shares_the_encoder_only_with_factories_that_take_one() -> None:
+    card = load_card("p4g")
+    shared = object()
+    Encoding.built_with.clear()
+    build_agent(Encoding, card, encoder=shared)
+    build_agent(Encoding, card, {"encoder": "static"}, encoder=shared)  # the caller's wins
+    assert Encoding.built_with == [shared, "static"]
+    plain = build_agent(Plain, card, encoder=shared)  # no encoder parameter: nothing passed
+    assert isinstance(plain, Plain)
+
+
+def test_evaluate_gives_agents_the_envs_encoder(tiny_id: str) -> None:
+    Encoding.built_with.clear()
+    evaluate([Encoding], tiny_id, episodes=1, progress=False, env_kwargs={"encoder": "hashing"})
+    assert Encoding.built_with
+    assert all(getattr(e, "name", None) == "hashing-256" for e in Encoding.built_with)
+
+
+def test_scripted_listens_with_the_envs_encoder() -> None:
+    from dialogue_gym.mind.encoders import make_encoder
+
+    card = load_card("p4g")
+    hashing = make_encoder("hashing")
+    agent = make_agent("scripted", card, encoder=hashing)
+    assert agent.encoder is hashing

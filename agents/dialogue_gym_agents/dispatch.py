@@ -14,6 +14,7 @@ for a card that names none, fails with the covered families.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,14 +86,24 @@ def _family(table: Mapping[str, str], name: str, card: TaskCard) -> str:
     return family
 
 
-def _build(table: Mapping[str, str], name: str, card: TaskCard, **kwargs: Any) -> Any:
+def _build(
+    table: Mapping[str, str], name: str, card: TaskCard, encoder: Any = None, **kwargs: Any
+) -> Any:
+    """Builds the class ``table`` names for ``card``'s family.
+
+    ``encoder`` (the env's, from :func:`dialogue_gym.evaluate`) goes only to a class that
+    takes one, so that an agent that encodes shares the env's encoder.
+    """
     module, _, attr = table[_family(table, name, card)].partition(":")
-    return getattr(importlib.import_module(module), attr)(card=card, **kwargs)
+    cls = getattr(importlib.import_module(module), attr)
+    if encoder is not None and "encoder" in inspect.signature(cls).parameters:
+        kwargs.setdefault("encoder", encoder)
+    return cls(card=card, **kwargs)
 
 
-def scripted(card: TaskCard, **kwargs: Any) -> Any:
+def scripted(card: TaskCard, encoder: Any = None, **kwargs: Any) -> Any:
     """The task's sensible hand-written agent."""
-    return _build(SCRIPTED, "scripted", card, **kwargs)
+    return _build(SCRIPTED, "scripted", card, encoder=encoder, **kwargs)
 
 
 def pushy(card: TaskCard, **kwargs: Any) -> Any:
@@ -110,6 +121,6 @@ def lowball(card: TaskCard, **kwargs: Any) -> Any:
     return _build(LOWBALL, "lowball", card, **kwargs)
 
 
-def stall(card: TaskCard, **kwargs: Any) -> Any:
+def stall(card: TaskCard, encoder: Any = None, **kwargs: Any) -> Any:
     """Rapport and reasons, never the ask (for negotiation never a price; ED: stock sympathy)."""
-    return _build(STALL, "stall", card, **kwargs)
+    return _build(STALL, "stall", card, encoder=encoder, **kwargs)

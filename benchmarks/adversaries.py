@@ -23,7 +23,7 @@ Each cell that misses is printed as MISS, and the exit status is 1 when any does
     OMP_NUM_THREADS=1 python benchmarks/adversaries.py                 # 50 episodes, MiniLM
     python benchmarks/adversaries.py --envs P4G-hard CB-hard --episodes 20 --search-episodes 8
 
-Torch runs with one thread (small batches on shared cores; see README).
+Torch runs with one thread (small batches on shared cores; see "Threads" in docs/environments.md).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ Checks, each printed PASS or MISS (exit status 1 on any MISS):
     python benchmarks/reward_alignment.py --envs P4G-soft P4G-hard --episodes 20
     python benchmarks/reward_alignment.py --quick                            # smoke: 4 episodes
 
-Torch runs with one thread (small batches on shared cores; see README).
+Torch runs with one thread (small batches on shared cores; see "Threads" in docs/environments.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ Errors print one line to stderr, never a traceback. Exit status:
 * ``3`` — ``eval`` stopped because a result file could not be written (e.g. disk full); the
   finished episodes are kept and rerunning the same command resumes;
 * ``130`` — interrupted (Ctrl-C); ``143`` — terminated (``SIGTERM``). The finished episodes
-  are kept; no new episode starts after the signal.
+  are kept; no new episode starts after the signal;
+* ``141`` — the reader of the output went away (``dialogue-gym list | head``); nothing else
+  is printed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import argparse
 import contextlib
 import datetime as _dt
 import difflib
+import os
 import signal
 import sys
 import threading
@@ -73,6 +76,7 @@ EXIT_USAGE = 2
 EXIT_WRITE_FAILED = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 class Terminated(KeyboardInterrupt):
@@ -455,6 +459,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         terminated = isinstance(exc, Terminated)
         print("\nterminated" if terminated else "\ninterrupted", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``dialogue-gym list | head``): stop quietly, like other Unix
+        # tools, and keep Python from reporting the failed flush of stdout at exit.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _unknown_arguments(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -282,3 +284,29 @@ def test_env_options_reach_make_and_bad_ones_write_nothing(
         assert main([*base, "--env-option", bad, "--out", str(out)]) == 2
         assert "error" in capsys.readouterr().err
         assert not out.exists()  # refused before anything was written
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`dialogue-gym list | true` (the reader is gone before anything is written): exit 141,
+    no BrokenPipeError traceback."""
+    import subprocess
+
+    code = "import sys; from dialogue_gym.cli import main; sys.exit(main(['list']))"
+    script = (
+        f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} | true; echo rc=${{PIPESTATUS[0]}}"
+    )
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "rc=141" in done.stdout
+
+
+def test_minilm_loads_without_a_progress_bar() -> None:
+    import subprocess
+
+    code = "from dialogue_gym.mind.encoders import make_encoder; make_encoder('minilm')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "Loading weights" not in done.stderr

@@ -21,7 +21,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dialogue_gym.mind.minilm_assets import TokenWindow, minilm_model_dir, normalize_rows
+from dialogue_gym.mind.minilm_assets import (
+    TokenWindow,
+    minilm_model_dir,
+    normalize_rows,
+    quiet_weight_loading,
+)
 from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
 from dialogue_gym.threads import apply_threads
 
@@ -159,7 +164,8 @@ class MiniLMEncoder:
                 "The MiniLM encoder needs sentence-transformers: pip install "
                 "'dialogue-gym[minilm]', or build the env with encoder='hashing'."
             ) from exc
-        self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
+        with quiet_weight_loading():
+            self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
         self._batch_size = batch_size
         # sentence-transformers renamed the dimension getter; support both spellings.
         getter = (

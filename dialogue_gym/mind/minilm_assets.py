@@ -8,19 +8,42 @@ encoder module imports the other.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["TokenWindow", "minilm_model_dir", "normalize_rows"]
+__all__ = ["TokenWindow", "minilm_model_dir", "normalize_rows", "quiet_weight_loading"]
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row scaled to unit length (float32; an all-zero row stays zero)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+@contextlib.contextmanager
+def quiet_weight_loading() -> Iterator[None]:
+    """Silences transformers' "Loading weights" bar while a model loads.
+
+    The weights load in well under a second from the local package; a bar for it is noise in
+    every output (and it ignored ``--no-progress``).
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - depends on the install
+        yield
+        return
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
 
 
 def minilm_model_dir() -> Path:

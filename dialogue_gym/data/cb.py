@@ -28,11 +28,12 @@ Formats:
 Roles: buyer → system, seller → user. Situation: ``title``, ``description`` (the seller's
 listing), ``category``, ``listing_price``, ``buyer_target``, ``seller_target``, plus
 ``buyer_description`` where the format has a separate buyer view (and the scenario tables'
-extra columns under their own names) and, for ``hf``, ``turn_prices``: the rule-based
-``dialogue_acts.price`` of each turn (``None`` where it has none; the price of an ``offer``
-event is the offered price). Profile (the seller): ``role`` (``"seller"``),
-``title``, ``description``, ``listing_price``, ``target`` (the seller's target price) and
-``bottomline`` (``None`` where absent).
+extra columns under their own names) and, for ``hf`` and ``cocoa``, ``turn_prices``: the
+rule-based ``dialogue_acts.price`` (``cocoa``: the event's ``metadata.price``) of each turn
+(``None`` where it has none; the price of an ``offer`` event is the offered price).
+Profile (the seller): ``role`` (``"seller"``), ``title``, ``description``,
+``listing_price``, ``target`` (the seller's target price) and ``bottomline`` (``None`` where
+absent).
 
 Ids: ``uuid`` (cocoa), ``scenario_id`` (scenarios), else ``<format>-<split>-<index>`` (the
 file stem instead of the split where the name names none). Order:
@@ -276,12 +277,14 @@ def _turn_prices(prices: Any, n_turns: int) -> tuple[float | None, ...]:
     """``dialogue_acts.price`` per turn (``None`` where there is none: -1, missing, bad)."""
     if not isinstance(prices, list) or len(prices) != n_turns:
         return (None,) * n_turns
-    return tuple(
-        float(p)
-        if isinstance(p, (int, float)) and not isinstance(p, bool) and p == p and p >= 0
-        else None
-        for p in prices
-    )
+    return tuple(_price(p) for p in prices)
+
+
+def _price(value: Any) -> float | None:
+    """A non-negative number as a float; ``None`` for -1, NaN, missing or anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return float(value) if value >= 0 else None
+    return None
 
 
 # -- format: cocoa ---------------------------------------------------------------------------------
@@ -330,6 +333,7 @@ def load_cocoa(path: str | Path) -> list[Dialogue]:
             if not isinstance(events, list):
                 raise CorpusError(file, line, f"{what}: 'events' must be a list")
             turns = []
+            prices: list[float | None] = []
             for e, event in enumerate(events):
                 agent = as_int(
                     require(event, "agent", file, line, f"{what}, event {e}"),
@@ -347,6 +351,12 @@ def load_cocoa(path: str | Path) -> list[Dialogue]:
                 turns.append(
                     Turn(_ROLES[roles[agent]], data.strip() if isinstance(data, str) else "", act)
                 )
+                # An offer event carries its price in data; a message its parsed price (as the
+                # HF export's dialogue_acts.price).
+                price = data.get("price") if isinstance(data, dict) else None
+                if price is None and isinstance(metadata, dict):
+                    price = metadata.get("price")
+                prices.append(_price(price))
             seller_item = items[seller]
             profile, situation = _situation(
                 title=_text(seller_item.get("Title")),
@@ -358,6 +368,7 @@ def load_cocoa(path: str | Path) -> list[Dialogue]:
                 seller_target=as_float(personal[seller].get("Target"), file, line, what),
                 bottomline=personal[seller].get("Bottomline"),
             )
+            situation["turn_prices"] = tuple(prices)
             uuid = record.get("uuid") or _make_id("cocoa", split, file, int(index))
             dialogues.append(Dialogue(CORPUS, str(uuid), split, tuple(turns), profile, situation))
     return dialogues

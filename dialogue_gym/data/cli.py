@@ -1,4 +1,4 @@
-"""The ``dialogue-gym data`` command: ``info``, ``check`` and ``fetch``.
+"""The ``dialogue-gym data`` command: ``info``, ``check``, ``fetch`` and ``fit``.
 
 Examples::
 
@@ -6,9 +6,12 @@ Examples::
     dialogue-gym data check /data/esconv           # load every format found; exit 1 on errors
     dialogue-gym data check my_file.jsonl --corpus esconv
     dialogue-gym data fetch esconv --dest /data    # download the official release
+    dialogue-gym data fit cb --data /data --out calibration   # train-split tables: cb.json
 
-``info`` and ``fetch`` default to ``$DIALOGUE_GYM_DATA`` for the data root. Failures print
-one message to stderr and exit with status 1.
+``fit`` runs the calibration fitters (:mod:`dialogue_gym.calibration`) on each corpus's TRAIN
+split only and writes one ``<task>.json`` per task. ``info``, ``fetch`` and ``fit`` default
+to ``$DIALOGUE_GYM_DATA`` for the data root. Failures print one message to stderr and exit
+with status 1.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from dialogue_gym.calibration import FITTERS, CalibrationError, fit, write_table
 from dialogue_gym.data.corpora import (
     CORPORA,
     ENV_VAR,
@@ -31,6 +35,7 @@ from dialogue_gym.data.corpora import (
     find_corpora,
     formats_of,
     guess_corpus,
+    load_corpus,
 )
 from dialogue_gym.data.errors import CorpusError, DataNotFoundError
 from dialogue_gym.data.fetch import TIMEOUT_S, FetchError, fetch
@@ -90,6 +95,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=TIMEOUT_S,
         metavar="S",
         help=f"network timeout in seconds (default: {TIMEOUT_S:g})",
+    )
+
+    fitting = actions.add_parser(
+        "fit", help="fit the calibration tables on the corpora's train splits (<task>.json)"
+    )
+    fitting.add_argument(
+        "tasks",
+        nargs="*",
+        metavar="TASK",
+        help=f"tasks to fit (default: all: {', '.join(sorted(FITTERS))})",
+    )
+    fitting.add_argument(
+        "--data", metavar="PATH", default=None, help=f"data root (default: ${ENV_VAR})"
+    )
+    fitting.add_argument(
+        "--out", metavar="DIR", type=Path, default=Path("."), help="where to write (default: .)"
     )
     return data
 
@@ -275,7 +296,48 @@ def _fetch(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-_ACTIONS = {"info": _info, "check": _check, "fetch": _fetch}
+# -- data fit --------------------------------------------------------------------------------------
+
+
+def _numbers(value: Any, depth: int = 0) -> str:
+    """A short one-line rendering of a table's numbers (lists of floats at 3 places)."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_numbers(v, depth + 1) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_numbers(v, depth + 1)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _fit(args: argparse.Namespace, out: TextIO) -> int:
+    tasks = list(dict.fromkeys(args.tasks)) or sorted(FITTERS)
+    unknown = [t for t in tasks if t not in FITTERS]
+    if unknown:
+        return _fail("fit", f"no fitter for {unknown}; known: {sorted(FITTERS)}")
+    for task in tasks:
+        fitter = FITTERS[task]
+        try:
+            # The train split only: the loader assigns the splits, fit() refuses any other.
+            dialogues = load_corpus(fitter.corpus, args.data, split="train")
+            table = fit(task, dialogues)
+            path = write_table(table, args.out)
+        except (DataNotFoundError, CorpusError, CalibrationError, ValueError) as exc:
+            return _fail("fit", f"{task}: {exc}")
+        except OSError as exc:
+            return _fail("fit", f"{task}: cannot write to {args.out}: {exc}")
+        provenance = table["provenance"]
+        print(
+            f"{task}: {fitter.description}, fitted on {provenance['n_dialogues']:,} "
+            f"{fitter.corpus} train records ({_summary(dialogues)}) -> {path}",
+            file=out,
+        )
+        for key, value in table["parameters"].items():
+            print(f"  {key}: {_numbers(value)}", file=out)
+    return 0
+
+
+_ACTIONS = {"info": _info, "check": _check, "fetch": _fetch, "fit": _fit}
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

@@ -1,9 +1,18 @@
-"""The seller's dynamics parameters: :class:`SellerPreset` and the shipped soft/hard presets."""
+"""The seller's dynamics parameters: :class:`SellerPreset` and the shipped soft/hard presets.
+
+The presets' ``floor_range`` (where the hidden bottom line sits, × listing) is calibrated on
+CraigslistBargain's train split: it is read from the shipped table
+``dialogue_gym/calibration/tables/cb.json``, which ``dialogue-gym data fit cb`` recomputes
+(:mod:`dialogue_gym.calibration.cb` states the rule: soft = the basis ratio's 10th-50th
+percentiles, hard = its 50th-90th). The other fields are the presets' own design.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
+from dialogue_gym.calibration import shipped_table
+from dialogue_gym.calibration.cb import seller_floor_range
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.users.presets import calibrated
 
@@ -18,7 +27,8 @@ class SellerPreset:
 
     Attributes:
         name: Preset name.
-        floor_range: The bottom line's range as fractions of the listing price.
+        floor_range: The bottom line's range as fractions of the listing price (the shipped
+            presets': calibrated on the train split, see the module docstring).
         arg_gain: Share of the gap one argument takes (times its weight).
         off_weight: Weight of an argument the persona is not especially receptive to (the
             persona's own concerns weigh their strength, 0.35..1).
@@ -87,9 +97,11 @@ class SellerPreset:
             raise ValueError("walk_after must be >= 1")
 
 
+_CB_TABLE = shipped_table("cb")
+
 HARD = SellerPreset(
     name="hard",
-    floor_range=(0.8, 0.9),
+    floor_range=seller_floor_range(_CB_TABLE, "hard"),
     arg_gain=0.3,
     off_weight=0.0,  # a hard seller is moved only by reasons it cares about
     bare_step=0.04,
@@ -101,7 +113,7 @@ HARD = SellerPreset(
 )
 SOFT = SellerPreset(
     name="soft",
-    floor_range=(0.55, 0.7),
+    floor_range=seller_floor_range(_CB_TABLE, "soft"),
     arg_gain=0.45,
     off_weight=0.7,
     bare_step=0.12,

@@ -1,0 +1,41 @@
+"""Calibration of the embedded world on the corpora's train splits (issue 15, item 2).
+
+``dialogue-gym data fit [TASK ...] --data PATH [--out DIR]`` runs the registered fitters
+(:data:`FITTERS`) on each corpus's TRAIN split and writes ``<task>.json`` tables of aggregate
+numbers with their provenance; the shipped defaults (``tables/<task>.json``) are such tables,
+recomputed by rerunning it on the project's data root. Held-out dialogues never enter a fit.
+
+Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges.
+"""
+
+from __future__ import annotations
+
+from dialogue_gym.calibration import cb
+from dialogue_gym.calibration.fit import (
+    FITTERS,
+    TRAIN,
+    CalibrationError,
+    Fitter,
+    fit,
+    ids_sha256,
+    load_table,
+    register,
+    shipped_table,
+    table_path,
+    write_table,
+)
+
+__all__ = [
+    "FITTERS",
+    "TRAIN",
+    "CalibrationError",
+    "Fitter",
+    "cb",
+    "fit",
+    "ids_sha256",
+    "load_table",
+    "register",
+    "shipped_table",
+    "table_path",
+    "write_table",
+]

@@ -1,0 +1,188 @@
+"""The fit registry: per-task fitters that turn TRAIN dialogues into small numeric tables.
+
+A *fitter* reads the loaded train dialogues of one corpus and returns a small JSON-able table
+of aggregate statistics (floats, ints, lists; never dialogue text). :func:`fit` adds a
+``provenance`` block — corpus, split, number of dialogues, the sha256 of their sorted ids and
+the code version — so a table says what it was computed from and how to recompute it
+(``dialogue-gym data fit TASK --data PATH``).
+
+Held-out dialogues never enter a fit: :func:`fit` refuses any dialogue whose split is not
+``train`` (the loaders' splits), naming the offending ids.
+
+Shipped tables live in ``dialogue_gym/calibration/tables/<task>.json``; :func:`shipped_table`
+reads one, :func:`write_table` and :func:`load_table` round-trip any table exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dialogue_gym.version import __version__
+
+if TYPE_CHECKING:  # the records are read by attribute only: no runtime edge to the loaders
+    from dialogue_gym.data.records import Dialogue
+
+__all__ = [
+    "FITTERS",
+    "TRAIN",
+    "CalibrationError",
+    "Fitter",
+    "fit",
+    "ids_sha256",
+    "load_table",
+    "register",
+    "shipped_table",
+    "table_path",
+    "write_table",
+]
+
+TRAIN = "train"
+"""The only split a fit reads."""
+
+FitFunction = Callable[[Sequence["Dialogue"]], dict[str, Any]]
+
+
+class CalibrationError(ValueError):
+    """A fit was asked to read held-out dialogues, or a table is malformed or missing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Fitter:
+    """One task's fitter.
+
+    Attributes:
+        task: The table's name (``cb`` → ``cb.json``).
+        corpus: The corpus whose train split it reads (a :func:`~dialogue_gym.data.load_corpus`
+            name).
+        version: The fitter's own version: bumped whenever its rule changes, so a table
+            computed by an older rule is told apart.
+        function: Train dialogues → the ``parameters`` table.
+        description: One line on what it fits.
+    """
+
+    task: str
+    corpus: str
+    version: int
+    function: FitFunction
+    description: str
+
+
+FITTERS: dict[str, Fitter] = {}
+"""The registered fitters by task (filled when :mod:`dialogue_gym.calibration` is imported)."""
+
+
+def register(
+    task: str, corpus: str, version: int, description: str
+) -> Callable[[FitFunction], FitFunction]:
+    """Registers the decorated function as the fitter of ``task``.
+
+    Raises:
+        ValueError: ``task`` already has a fitter.
+    """
+
+    def decorate(function: FitFunction) -> FitFunction:
+        if task in FITTERS:
+            raise ValueError(f"a fitter for {task!r} is already registered")
+        FITTERS[task] = Fitter(task, corpus, version, function, description)
+        return function
+
+    return decorate
+
+
+def ids_sha256(dialogues: Sequence[Dialogue]) -> str:
+    """The sha256 of the dialogues' ids, sorted and joined by newlines."""
+    return hashlib.sha256("\n".join(sorted(d.id for d in dialogues)).encode()).hexdigest()
+
+
+def fit(task: str, dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+    """Fits ``task`` on its corpus's train dialogues.
+
+    Args:
+        task: A key of :data:`FITTERS`.
+        dialogues: The train split, as the corpus loader returns it.
+
+    Returns:
+        ``{"task", "parameters", "provenance"}``: JSON-able, deterministic for the same input.
+
+    Raises:
+        CalibrationError: Unknown task, no dialogues, another corpus, or any dialogue not of
+            the train split (held-out dialogues never enter a fit).
+    """
+    fitter = FITTERS.get(task)
+    if fitter is None:
+        raise CalibrationError(f"no fitter for {task!r}; known: {sorted(FITTERS)}")
+    if not dialogues:
+        raise CalibrationError(f"{task}: no train dialogues to fit on")
+    held_out = [d.id for d in dialogues if d.split != TRAIN]
+    if held_out:
+        raise CalibrationError(
+            f"{task}: a fit reads the train split only; {len(held_out)} dialogue(s) of another "
+            f"split, e.g. {held_out[:3]}"
+        )
+    corpora = sorted({d.corpus for d in dialogues})
+    if corpora != [fitter.corpus]:
+        raise CalibrationError(f"{task}: fits {fitter.corpus} dialogues, got {corpora}")
+    return {
+        "task": task,
+        "parameters": fitter.function(dialogues),
+        "provenance": {
+            "corpus": fitter.corpus,
+            "split": TRAIN,
+            "n_dialogues": len(dialogues),
+            "ids_sha256": ids_sha256(dialogues),
+            "code_version": {"dialogue_gym": __version__, "fitter": fitter.version},
+        },
+    }
+
+
+def _check(table: Any, where: str) -> dict[str, Any]:
+    if not isinstance(table, dict) or not {"task", "parameters", "provenance"} <= set(table):
+        raise CalibrationError(f"{where}: not a calibration table (task, parameters, provenance)")
+    return table
+
+
+def write_table(table: Mapping[str, Any], out: str | Path) -> Path:
+    """Writes ``table`` to ``out/<task>.json`` (sorted keys: rerunning gives the same bytes)."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_check(dict(table), 'write_table')['task']}.json"
+    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def load_table(path: str | Path) -> dict[str, Any]:
+    """Reads a table written by :func:`write_table`.
+
+    Raises:
+        CalibrationError: Not a calibration table.
+    """
+    return _check(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+
+
+def table_path(task: str) -> Path:
+    """Where the shipped table of ``task`` lives inside the package."""
+    return Path(str(resources.files("dialogue_gym.calibration") / "tables" / f"{task}.json"))
+
+
+@functools.cache
+def _shipped(task: str) -> str:
+    path = table_path(task)
+    if not path.is_file():
+        raise CalibrationError(f"no shipped calibration table for {task!r} ({path})")
+    return path.read_text(encoding="utf-8")
+
+
+def shipped_table(task: str) -> dict[str, Any]:
+    """The shipped table of ``task`` (a fresh copy; the file is read once).
+
+    Raises:
+        CalibrationError: None is shipped.
+    """
+    return _check(json.loads(_shipped(task)), str(table_path(task)))

@@ -18,12 +18,31 @@ inclusive=True))``) or a card copy with ``inclusive = true``.
 The embedded judge casts its n = 3 votes from three views, as the LLM judge samples three
 readings of the transcript:
 
-1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues, refusal
-   cues winning) and names a price;
+1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues, or a
+   sentence accepting the buyer's price by the card's ``accept`` cues as a real seller does,
+   "Deal: I accept $120."; refusal cues win; :func:`~dialogue_gym.users.seller_dynamics.
+   states_deal`) and names a price;
 2. **the seller's state** — the simulator has closed a deal (``privileged["deal"]``) at a price
    matching the stated one;
 3. **the buyer's side** — the agreed price is one the buyer's last turn offered (or more), the
    seller's previous price that the buyer accepted, or the midpoint the buyer asked to split.
+
+**Deals the buyer closes.** In real transcripts the seller often makes the last offer and the
+*buyer* accepts it ("I can do $120." — "Deal: I accept $120."), after which the seller says
+nothing more. Where the seller's reply is written by someone else than the embedded seller
+(``exchange.external_user``: a real or LLM seller) and states no deal, the judge also reads
+the buyer's side: the three votes then ask whether
+
+1. **the words** — the buyer's turn accepts (the card's ``accept`` cues) the price the seller
+   stated in its previous turn, naming no lower one, and the seller's reply neither refuses
+   nor names another price;
+2. **the seller's state** — the embedded seller's state machine, following the transcript,
+   would close at that price (``exchange.turn.decision == "agree"``);
+3. **the buyer's side** — vote 3 above, for that price.
+
+The price is always one the seller stated: a buyer who says "deal" to a price the seller never
+offered gets no deal. With the embedded seller (simulated episodes) this path is never taken:
+that seller states every deal it closes, so nothing changes for a simulated buyer.
 
 ``p_seller`` (the listing price) and ``p_buyer`` (the buyer's target) come from the seller's
 privileged record; without one, from the first price the seller stated and the card's
@@ -39,6 +58,7 @@ from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.base import Exchange, Judgment
 from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in
 from dialogue_gym.stance import classify_stance
+from dialogue_gym.users.seller_dynamics import accepts_price, states_deal
 
 __all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment"]
 
@@ -128,15 +148,39 @@ class DealJudge:
     def _cue(self, name: str, text: str) -> bool:
         return any(p.search(text) for p in self.card.cues.get(name, ()))
 
+    def _accepts(self, exchange: Exchange, text: str) -> bool:
+        """The buyer's ``text`` accepts a price: per sentence for an external seller's talk."""
+        if exchange.external_user:
+            return accepts_price(text, self.card)
+        return self._cue("accept", text)
+
+    def _standing_offer(self, exchange: Exchange, listing: float | None) -> float | None:
+        """The buyer's latest offer: its last turn's, else (external sellers) an earlier one.
+
+        An offer stands until the buyer names another: a real seller may accept it a turn
+        later ("$250?" — "Will you pick it up?" — "Yes." — "OK, deal at $250."). The embedded
+        seller only ever closes on the current turn, so simulated episodes read the last turn.
+        """
+        offer = offer_in(exchange.system, reference=listing)
+        if offer is not None or not exchange.external_user:
+            return offer
+        for role, text in reversed(exchange.history[:-2]):
+            if role == _SYSTEM:
+                offer = offer_in(text, reference=listing)
+                if offer is not None:
+                    return offer
+        return None
+
     def _buyer_side(self, exchange: Exchange, price: float | None, listing: float | None) -> str:
-        """Vote 3: is ``price`` one the buyer's last turn offered, accepted or asked to split?"""
+        """Vote 3: did the buyer offer ``price`` (its standing offer), accept it or split?"""
         if price is None:
             return NO_DEAL
         tol = self._tol(price)
         buyer = exchange.system
-        offer = offer_in(buyer, reference=listing)
+        offer = self._standing_offer(exchange, listing)
         if offer is not None and offer >= price - tol:
             return DEAL
+        offer = offer_in(buyer, reference=listing)
         history = exchange.history
         previous_seller = next(
             (text for role, text in reversed(history[:-2]) if role == _USER), None
@@ -146,7 +190,7 @@ class DealJudge:
         )
         if (
             seller_price is not None
-            and self._cue("accept", buyer)
+            and self._accepts(exchange, buyer)
             and abs(seller_price - price) <= tol
             and (offer is None or offer >= seller_price - tol)
         ):
@@ -160,6 +204,29 @@ class DealJudge:
                 return DEAL
         return NO_DEAL
 
+    def _previous_seller_price(self, exchange: Exchange, listing: float | None) -> float | None:
+        """The price the seller stated in the turn before the buyer's current one."""
+        previous = next(
+            (text for role, text in reversed(exchange.history[:-2]) if role == _USER), None
+        )
+        return offer_in(previous, reference=listing) if previous is not None else None
+
+    def _buyer_closes(self, exchange: Exchange, listing: float | None) -> float | None:
+        """Vote 1 of a deal the buyer closes: the seller's stated price the buyer accepted."""
+        price = self._previous_seller_price(exchange, listing)
+        if price is None or not self._accepts(exchange, exchange.system):
+            return None
+        tol = self._tol(price)
+        offer = offer_in(exchange.system, reference=listing)
+        if offer is not None and offer < price - tol:
+            return None  # "deal at $X" below what the seller said is a counter, not an accept
+        said = offer_in(exchange.user, reference=listing) if exchange.user.strip() else None
+        if said is not None and abs(said - price) > tol:
+            return None  # the seller answers with another price
+        if exchange.user.strip() and classify_stance(exchange.user, self.card) == "refused":
+            return None
+        return price
+
     # -- the protocol --------------------------------------------------------------------------
 
     def judge(self, exchange: Exchange) -> DealJudgment:
@@ -167,7 +234,7 @@ class DealJudge:
         listing, target = self._prices(exchange)
         n_failed = 0
         # Vote 1: the seller's words.
-        stated = classify_stance(exchange.user, self.card) == "agree"
+        stated = states_deal(exchange.user, self.card)
         stated_price = offer_in(exchange.user, reference=listing) if stated else None
         if stated and stated_price is None:
             n_failed += 1  # a deal without a readable price cannot be scored
@@ -187,6 +254,13 @@ class DealJudge:
             by_state = NO_DEAL  # the words and the state disagree on the price
         price = stated_price if stated_price is not None else state_price
         price = None if price is None else float(price)
+        if exchange.external_user and stated_price is None:
+            # A real or LLM seller who states no deal: did the buyer close one (module doc)?
+            accepted = self._buyer_closes(exchange, listing)
+            if accepted is not None:
+                price = accepted
+                by_words = DEAL
+                by_state = DEAL if exchange.turn.decision == "agree" else NO_DEAL
         # Vote 3: the buyer's side of the deal.
         by_buyer = self._buyer_side(exchange, price, listing)
         votes = (by_words, by_state, by_buyer)

@@ -65,6 +65,7 @@ from dialogue_gym.users.seller_dynamics import (
     ArgumentProgress,
     SellerDynamics,
     TurnEffect,
+    states_deal,
 )
 from dialogue_gym.users.seller_listings import Listing, card_texts, listing_bank, price_step
 from dialogue_gym.users.seller_presets import (
@@ -425,7 +426,9 @@ class SellerUser(SellerDynamics):
         The state machine decides what a rational seller in this state would do (the returned
         stance and justification, which the rationality judge compares with the text), while
         the deal record follows what the external seller actually said: a stated deal with a
-        price closes the deal at that price, and no stated deal leaves it open.
+        price (:func:`~dialogue_gym.users.seller_dynamics.states_deal`: agreement words, or
+        accepting the buyer's price as in "Deal: I accept $120.") closes the deal at that
+        price, and no stated deal leaves it open.
         """
         self.exchange += 1
         self.opened = True
@@ -434,7 +437,7 @@ class SellerUser(SellerDynamics):
         stated = classify_stance(user_text, self.card)
         said = offer_in(user_text, reference=self.listing.price)
         if step.kind not in ("after_deal", "after_walk"):
-            if stated == "agree" and said is not None:
+            if states_deal(user_text, self.card) and said is not None:
                 self.deal_price = float(said)
             elif self.deal_price is not None:
                 self.deal_price = None  # the simulator would have closed; the seller did not

@@ -11,20 +11,58 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.prices import mask_prices, offer_in
+from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.seller_listings import Listing, price_step
 from dialogue_gym.users.seller_presets import SellerPreset
 
-__all__ = ["PARTIAL", "RESOLVED", "UNRESOLVED", "ArgumentProgress", "SellerDynamics", "TurnEffect"]
+__all__ = [
+    "PARTIAL",
+    "RESOLVED",
+    "UNRESOLVED",
+    "ArgumentProgress",
+    "SellerDynamics",
+    "TurnEffect",
+    "accepts_price",
+    "states_deal",
+]
 
 UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def accepts_price(text: str, card: TaskCard) -> bool:
+    """Whether a sentence of ``text`` accepts the other side's price (the ``accept`` cues).
+
+    Per sentence (or line), so a cue anchored at the start (``^deal``) also matches a sentence
+    that opens a later part of the turn ("I offer $120. Deal: I accept $120.").
+    """
+    accept = card.cues.get("accept", ())
+    return any(p.search(sentence) for sentence in _SENTENCE_END.split(text.strip()) for p in accept)
+
+
+def states_deal(text: str, card: TaskCard) -> bool:
+    """Whether a seller's reply states a deal.
+
+    It does when its stance is ``agree`` (``reply_agree`` cues) or one of its sentences accepts
+    the other side's price (the card's ``accept`` cues: a real seller accepts an offer as a
+    buyer accepts a price, "Deal: I accept $120."). Refusal cues win. Per sentence, so a cue
+    anchored at the start (``^deal``) also matches a sentence that opens a later part of the
+    reply. The embedded seller states its deals with ``reply_agree`` words ("Deal at $X"), so
+    this reading changes nothing for it.
+    """
+    stance = classify_stance(text, card)
+    if stance != "neutral" and stance != "positive":
+        return stance == "agree"
+    return accepts_price(text, card)
 
 
 @dataclasses.dataclass

@@ -10,6 +10,7 @@ strategy view's observation features and the scripted test user policies. It liv
 from __future__ import annotations
 
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.cue_search import CueText
 
 __all__ = ["classify_stance"]
 
@@ -27,9 +28,10 @@ def classify_stance(text: str, card: TaskCard) -> str:
     Returns:
         ``"refused"``, ``"agree"``, ``"positive"`` or ``"neutral"``.
     """
+    cues = CueText(text)
     for label, key in (("refused", "reply_refuse"), ("agree", "reply_agree")):
-        if any(p.search(text) for p in card.cues.get(key, ())):
+        if cues.any(card.cues.get(key, ())):
             return label
-    if any(p.search(text) for p in card.cues.get("reply_positive", ())):
+    if cues.any(card.cues.get("reply_positive", ())):
         return "positive"
     return "neutral"

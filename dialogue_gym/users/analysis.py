@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.cue_search import CueText
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
 
@@ -133,8 +134,9 @@ class UtteranceAnalyzer:
         """Max similarity of each row to any prototype (domain, unlock or anti-pattern)."""
         return (embeddings @ self._protos.T).max(axis=1)
 
-    def _cue(self, name: str, text: str) -> bool:
-        return any(p.search(text) for p in self.card.cues.get(name, ()))
+    def _cue(self, name: str, text: str | CueText) -> bool:
+        cue_text = text if isinstance(text, CueText) else CueText(text)
+        return cue_text.any(self.card.cues.get(name, ()))
 
     def view(self, text: str) -> str:
         """The normalized span of ``text`` that every reader of a turn sees."""
@@ -154,6 +156,7 @@ class UtteranceAnalyzer:
             )
         if embedding is None:
             embedding = np.asarray(self.encoder.encode([view])[0], dtype=np.float32)
+        cues = CueText(view)  # every cue family below reads the same view
         sims = self._protos @ embedding
         meaning = self._centroids @ embedding
         unlock: dict[str, float] = {}
@@ -164,18 +167,18 @@ class UtteranceAnalyzer:
             else:
                 u = float(sims[self._slices[("unlock", concern.id)]].max())
             a = float(sims[self._slices[("anti", concern.id)]].max())
-            if any(p.search(view) for p in concern.unlock_cues):
+            if cues.any(concern.unlock_cues):
                 u += self.cue_bonus
-            if any(p.search(view) for p in concern.anti_cues):
+            if cues.any(concern.anti_cues):
                 a += self.cue_bonus
             unlock[concern.id] = u
             anti[concern.id] = a
         domain = float(sims[self._slices[("domain", "")]].max())
-        ask = self._cue("ask", view)
+        ask = self._cue("ask", cues)
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
-        question = question or self._cue("question", view)
-        greeting = self._cue("greeting", view)
-        pressure = self._cue("pressure", view)
+        question = question or self._cue("question", cues)
+        greeting = self._cue("greeting", cues)
+        pressure = self._cue("pressure", cues)
         lexical = ask or greeting or pressure
         # On-topic means close to the task's domain sentences or to any concern prototype.
         off_topic = float(sims.max()) < self.off_topic_threshold and not lexical

@@ -73,6 +73,7 @@ class TokenWindow:
     def __init__(self, backend: Any, content_tokens: int) -> None:
         self._backend = backend
         self._content_tokens = content_tokens
+        self._short_ascii_fits = _one_char_per_token_at_least(backend)
 
     @classmethod
     def build(cls, model: Any) -> TokenWindow | None:
@@ -96,6 +97,8 @@ class TokenWindow:
 
     def prefix(self, text: str) -> str:
         """See :meth:`MiniLMEncoder.visible_prefix`."""
+        if self._short_ascii_fits and len(text) <= self._content_tokens and text.isascii():
+            return text  # fewer tokens than characters: it fits, no need to tokenize it
         offsets = self._backend.encode(text, add_special_tokens=False).offsets
         if len(offsets) <= self._content_tokens:
             return text
@@ -108,3 +111,21 @@ class TokenWindow:
             if cut > 0:
                 end = cut
         return text[:end].rstrip()
+
+
+def _one_char_per_token_at_least(backend: Any) -> bool:
+    """Whether ``backend`` (a ``tokenizers.Tokenizer``) never has more tokens than ASCII text.
+
+    True for a WordPiece model after BERT's normalizer and pre-tokenizer: each piece or
+    ``[UNK]`` covers at least one character, and neither step expands an ASCII character.
+    """
+    try:
+        from tokenizers import models, normalizers, pre_tokenizers
+
+        return (
+            isinstance(backend.model, models.WordPiece)
+            and isinstance(backend.normalizer, normalizers.BertNormalizer | type(None))
+            and isinstance(backend.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        )
+    except Exception:  # any failure (an unusual backend): always tokenize
+        return False

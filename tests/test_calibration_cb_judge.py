@@ -44,11 +44,15 @@ def exchange(card, history, decision="agree", external=True, privileged=PRIV):
 
 
 def test_a_seller_states_a_deal_by_accepting_the_buyers_price(card):
-    assert states_deal("Deal: I accept $450.", card)
-    assert states_deal("Sounds good. Deal: I accept $450.", card)
+    assert states_deal("Deal: I accept $450.", card, offered=450.0)
+    assert states_deal("Sounds good. Deal: I accept $450.", card, offered=450.0)
     assert states_deal("Deal at $450.", card)
-    assert not states_deal("No deal. I'll sell it to someone else.", card)
-    assert not states_deal("How about $480?", card)
+    assert not states_deal("No deal. I'll sell it to someone else.", card, offered=450.0)
+    assert not states_deal("How about $480?", card, offered=450.0)
+    # Acceptance words accept only the buyer's price: not another one, nor none at all.
+    assert not states_deal("Deal: I accept $480.", card, offered=450.0)
+    opening = "It's the oak table. I'm asking $610. I just want this sold fast."
+    assert not states_deal(opening, card) and not states_deal(opening, card, offered=430.0)
     assert accepts_price("I offer $450.\nDeal: I accept $450.", card)
     assert not accepts_price("I offer $450.", card)
 
@@ -121,3 +125,7 @@ def test_an_external_seller_accepting_closes_the_deal_record(card):
     seller.observe("Hi!", "Hi! The bike is $500.")
     seller.observe("I offer $470.", "Deal: I accept $470.")
     assert seller.privileged()["deal_price"] == 470.0
+    # An opening that wants the item "sold" is no deal at its asking price.
+    seller.reset(np.random.default_rng(0))
+    seller.observe("Is it available? I'd pay $430.", "It's $500. I just want this sold quickly.")
+    assert seller.privileged()["deal_price"] is None

@@ -18,10 +18,10 @@ inclusive=True))``) or a card copy with ``inclusive = true``.
 The embedded judge casts its n = 3 votes from three views, as the LLM judge samples three
 readings of the transcript:
 
-1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues, or a
-   sentence accepting the buyer's price by the card's ``accept`` cues as a real seller does,
-   "Deal: I accept $120."; refusal cues win; :func:`~dialogue_gym.users.seller_dynamics.
-   states_deal`) and names a price;
+1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues; or, for
+   an external seller, a sentence accepting the buyer's standing offer by the card's
+   ``accept`` cues as a real seller does, "Deal: I accept $120."; refusal cues win;
+   :func:`~dialogue_gym.users.seller_dynamics.states_deal`) and names a price;
 2. **the seller's state** — the simulator has closed a deal (``privileged["deal"]``) at a price
    matching the stated one;
 3. **the buyer's side** — the agreed price is one the buyer's last turn offered (or more), the
@@ -234,7 +234,8 @@ class DealJudge:
         listing, target = self._prices(exchange)
         n_failed = 0
         # Vote 1: the seller's words.
-        stated = states_deal(exchange.user, self.card)
+        offered = self._standing_offer(exchange, listing) if exchange.external_user else None
+        stated = states_deal(exchange.user, self.card, offered)
         stated_price = offer_in(exchange.user, reference=listing) if stated else None
         if stated and stated_price is None:
             n_failed += 1  # a deal without a readable price cannot be scored

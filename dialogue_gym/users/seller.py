@@ -427,8 +427,8 @@ class SellerUser(SellerDynamics):
         stance and justification, which the rationality judge compares with the text), while
         the deal record follows what the external seller actually said: a stated deal with a
         price (:func:`~dialogue_gym.users.seller_dynamics.states_deal`: agreement words, or
-        accepting the buyer's price as in "Deal: I accept $120.") closes the deal at that
-        price, and no stated deal leaves it open.
+        accepting the price this buyer turn offered, as in "Deal: I accept $120.") closes the
+        deal at that price, and no stated deal leaves it open.
         """
         self.exchange += 1
         self.opened = True
@@ -437,7 +437,8 @@ class SellerUser(SellerDynamics):
         stated = classify_stance(user_text, self.card)
         said = offer_in(user_text, reference=self.listing.price)
         if step.kind not in ("after_deal", "after_walk"):
-            if states_deal(user_text, self.card) and said is not None:
+            offered = offer_in(system_text, reference=self.listing.price)
+            if states_deal(user_text, self.card, offered) and said is not None:
                 self.deal_price = float(said)
             elif self.deal_price is not None:
                 self.deal_price = None  # the simulator would have closed; the seller did not

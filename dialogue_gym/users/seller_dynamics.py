@@ -49,20 +49,29 @@ def accepts_price(text: str, card: TaskCard) -> bool:
     return any(p.search(sentence) for sentence in _SENTENCE_END.split(text.strip()) for p in accept)
 
 
-def states_deal(text: str, card: TaskCard) -> bool:
+def states_deal(text: str, card: TaskCard, offered: float | None = None) -> bool:
     """Whether a seller's reply states a deal.
 
-    It does when its stance is ``agree`` (``reply_agree`` cues) or one of its sentences accepts
-    the other side's price (the card's ``accept`` cues: a real seller accepts an offer as a
-    buyer accepts a price, "Deal: I accept $120."). Refusal cues win. Per sentence, so a cue
-    anchored at the start (``^deal``) also matches a sentence that opens a later part of the
-    reply. The embedded seller states its deals with ``reply_agree`` words ("Deal at $X"), so
-    this reading changes nothing for it.
+    It does when its stance is ``agree`` (``reply_agree`` cues), or when one of its sentences
+    accepts the buyer's price ``offered`` (the card's ``accept`` cues: a real seller accepts
+    an offer as a buyer accepts a price, "Deal: I accept $120.") and the reply names no other
+    price. Refusal cues win. Without an offer to accept, acceptance words are no deal: "I just
+    want this sold" in an opening that names the asking price is not one. The embedded seller
+    states its deals with ``reply_agree`` words ("Deal at $X"), so this reading changes
+    nothing for it.
+
+    Args:
+        text: The seller's reply.
+        card: The CB card (``reply_*`` and ``accept`` cues).
+        offered: The buyer's standing offer, if any.
     """
     stance = classify_stance(text, card)
     if stance != "neutral" and stance != "positive":
         return stance == "agree"
-    return accepts_price(text, card)
+    if offered is None or not accepts_price(text, card):
+        return False
+    said = offer_in(text, reference=offered)
+    return said is None or abs(said - offered) <= max(0.5, 0.01 * offered)
 
 
 @dataclasses.dataclass

@@ -41,7 +41,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import sre_constants
     import sre_parse
 
-__all__ = ["CueText", "any_cue", "required_literals"]
+__all__ = ["CueIndex", "CueText", "any_cue", "required_literals"]
 
 _OPS = sre_constants
 _REPEATS = {_OPS.MAX_REPEAT, _OPS.MIN_REPEAT} | (
@@ -251,19 +251,95 @@ def _family(patterns: tuple[re.Pattern[str], ...]) -> _Family:
     return family
 
 
+def _trie_pattern(node: dict[str, Any]) -> str:
+    """A regex matching the strings of a trie, longest first (greedy, one child per char)."""
+    children = [re.escape(char) + _trie_pattern(child) for char, child in node.items() if char]
+    if not children:
+        return ""
+    body = children[0] if len(children) == 1 else "(?:" + "|".join(children) + ")"
+    return f"(?:{body})?" if "" in node else body
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_finder(literals: tuple[str, ...]) -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+    """A regex finding the longest of ``literals`` at each position, and their prefixes.
+
+    Returns:
+        The regex (one group: the longest literal starting at a position), and for each
+        literal the literals that are its prefixes (they start at that position too).
+    """
+    trie: dict[str, Any] = {}
+    for literal in literals:
+        node = trie
+        for char in literal:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    known = set(literals)
+    prefixes = {
+        literal: frozenset(literal[:end] for end in range(1, len(literal) + 1)) & known
+        for literal in literals
+    }
+    return re.compile(f"(?=({_trie_pattern(trie)}))"), prefixes
+
+
+class CueIndex:
+    """The required literals of a card's cue families, all found in one pass over a text.
+
+    Testing each pattern's literals one substring test at a time costs more than the regex
+    searches left once they are skipped. An index built once (per card, by its reader) finds
+    every literal present in a turn with one regex over a trie of them, then rules a pattern
+    out with one set operation. Families not given here are read as by :class:`CueText`.
+
+    Args:
+        families: The cue tuples (as cards hold them) that :meth:`read` texts will be asked.
+    """
+
+    def __init__(self, families: Iterable[tuple[re.Pattern[str], ...]]) -> None:
+        self._families = {id(patterns): _Family(patterns) for patterns in families}
+        literals = {
+            literal
+            for family in self._families.values()
+            for _, required in family.entries
+            for literal in required or ()
+        }
+        self._finder = _literal_finder(tuple(sorted(literals))) if literals else None
+
+    def family(self, patterns: tuple[re.Pattern[str], ...]) -> _Family | None:
+        """The indexed family of ``patterns`` (the same tuple object), or ``None``."""
+        family = self._families.get(id(patterns))
+        return family if family is not None and family.patterns is patterns else None
+
+    def present(self, folded: str) -> frozenset[str]:
+        """The indexed literals that occur in ``folded`` (a lowercase ASCII text)."""
+        if self._finder is None:
+            return frozenset()
+        finder, prefixes = self._finder
+        found: set[str] = set()
+        for longest in set(finder.findall(folded)):
+            found |= prefixes[longest]
+        return frozenset(found)
+
+    def read(self, text: str) -> CueText:
+        """``text`` prepared for searches of the indexed families (and any other)."""
+        return CueText(text, self)
+
+
 class CueText:
     """A text prepared for many cue-family searches (its lowercase form is computed once).
 
     Args:
         text: The text the cues are searched in.
+        index: The index of the families that will be asked (see :class:`CueIndex`).
     """
 
-    __slots__ = ("_contains", "text")
+    __slots__ = ("_contains", "_index", "_present", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, index: CueIndex | None = None) -> None:
         self.text = text
-        # Whether the lowercase text holds a string (``None``: not ASCII, search every cue).
-        self._contains = text.lower().__contains__ if text.isascii() else None
+        folded = text.lower() if text.isascii() else None  # None: search every cue
+        self._contains = None if folded is None else folded.__contains__
+        self._index = index
+        self._present = None if index is None or folded is None else index.present(folded)
 
     def any(self, patterns: Iterable[re.Pattern[str]]) -> bool:
         """Whether any of ``patterns`` has a ``search`` match in the text.
@@ -275,10 +351,20 @@ class CueText:
             patterns = tuple(patterns)
         if not patterns:
             return False
-        text, contains = self.text, self._contains
+        text = self.text
+        indexed = None if self._index is None else self._index.family(patterns)
+        if indexed is not None and self._present is not None:
+            present = self._present
+            for pattern, literals in indexed.entries:
+                if literals is not None and present.isdisjoint(literals):
+                    continue  # no literal any match needs occurs: the pattern cannot match
+                if pattern.search(text):
+                    return True
+            return False
+        contains = self._contains
         for pattern, literals in _family(patterns).entries:
             if contains is not None and literals is not None and not any(map(contains, literals)):
-                continue  # no literal any match needs occurs: the pattern cannot match
+                continue
             if pattern.search(text):
                 return True
         return False

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from dialogue_gym.cards import builtin_cards, load_card
-from dialogue_gym.cue_search import CueText, any_cue, required_literals
+from dialogue_gym.cue_search import CueIndex, CueText, any_cue, required_literals
 
 
 def _families(card: object) -> list[tuple[re.Pattern[str], ...]]:
@@ -59,11 +59,13 @@ def test_same_answer_as_searching_every_cue(cards: list[object]) -> None:
     checked = matched = 0
     for card in cards:
         families = _families(card)
+        index = CueIndex(families)
         for text in _texts(card, rng):
-            cue_text = CueText(text)
+            cue_text, indexed = CueText(text), index.read(text)
             for family in families:
                 expected = any(p.search(text) for p in family)
                 assert cue_text.any(family) == expected, (text, [p.pattern for p in family])
+                assert indexed.any(family) == expected, (text, [p.pattern for p in family])
                 checked += 1
                 matched += expected
     assert checked > 10_000 and matched > 500  # both answers were exercised
@@ -130,3 +132,19 @@ def test_any_accepts_lists_and_empty_families() -> None:
     assert any_cue([pattern], "Oh, HELLO there") is True
     assert any_cue([pattern], "hellos") is False
     assert any_cue((), "hello") is False
+
+
+def test_the_index_finds_every_literal_present() -> None:
+    literals = ["would you ", "would you like", "you li", "like", "ou", "e"]
+    index = CueIndex([tuple(re.compile(re.escape(s)) for s in literals)])
+    text = "Would you like it? you lied."
+    assert index.present(text.lower()) == {s for s in literals if s in text.lower()}
+    assert index.present("nothing here") == frozenset({"e"})
+
+
+def test_the_index_reads_families_it_was_not_built_with() -> None:
+    indexed = (re.compile(r"\bhello\b", re.I),)
+    other = (re.compile(r"\bworld\b", re.I),)
+    cues = CueIndex([indexed]).read("Hello, World")
+    assert cues.any(indexed) and cues.any(other)
+    assert CueIndex([]).read("hello").any(indexed)

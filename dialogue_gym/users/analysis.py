@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.cue_search import CueText
+from dialogue_gym.cue_search import CueIndex, CueText
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
 
@@ -116,6 +116,9 @@ class UtteranceAnalyzer:
             mean = np.concatenate(rows).mean(axis=0)
             centroids.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
         self._centroids = np.asarray(centroids, dtype=np.float32).reshape(len(card.concerns), -1)
+        families = [*card.cues.values()]
+        families += [cues for c in card.concerns for cues in (c.unlock_cues, c.anti_cues)]
+        self._cue_index = CueIndex(families)
         # Every strategy template of the card is on-topic by construction, so the threshold
         # never exceeds 90% of the least relevant template's relevance (templates that are
         # on-topic through lexical cues alone, like greetings, do not count). This keeps crude
@@ -135,7 +138,7 @@ class UtteranceAnalyzer:
         return (embeddings @ self._protos.T).max(axis=1)
 
     def _cue(self, name: str, text: str | CueText) -> bool:
-        cue_text = text if isinstance(text, CueText) else CueText(text)
+        cue_text = text if isinstance(text, CueText) else self._cue_index.read(text)
         return cue_text.any(self.card.cues.get(name, ()))
 
     def view(self, text: str) -> str:
@@ -156,7 +159,7 @@ class UtteranceAnalyzer:
             )
         if embedding is None:
             embedding = np.asarray(self.encoder.encode([view])[0], dtype=np.float32)
-        cues = CueText(view)  # every cue family below reads the same view
+        cues = self._cue_index.read(view)  # every cue family below reads the same view
         sims = self._protos @ embedding
         meaning = self._centroids @ embedding
         unlock: dict[str, float] = {}

@@ -55,6 +55,7 @@ import dataclasses
 from typing import Any
 
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.cue_search import any_cue
 from dialogue_gym.judges.base import Exchange, Judgment
 from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in
 from dialogue_gym.stance import classify_stance
@@ -146,7 +147,7 @@ class DealJudge:
         return float(listing), float(target)
 
     def _cue(self, name: str, text: str) -> bool:
-        return any(p.search(text) for p in self.card.cues.get(name, ()))
+        return any_cue(self.card.cues.get(name, ()), text)
 
     def _accepts(self, exchange: Exchange, text: str) -> bool:
         """The buyer's ``text`` accepts a price: per sentence for an external seller's talk."""

@@ -61,7 +61,12 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.mind.minilm_assets import TokenWindow, minilm_model_dir, normalize_rows
+from dialogue_gym.mind.minilm_assets import (
+    TokenWindow,
+    minilm_model_dir,
+    normalize_rows,
+    quiet_weight_loading,
+)
 
 __all__ = [
     "CACHE_ENV",
@@ -234,19 +239,15 @@ def _say(message: str, progress: bool) -> None:
 def _quiet_third_party_bars() -> Iterator[None]:
     """Silences model2vec's and transformers' progress bars (our own lines say enough)."""
     from model2vec.distill import inference
-    from transformers.utils import logging as hf_logging
 
     bar = inference.tqdm
     # "Encoding tokens" (setattr: mypy rejects assigning to a class name)
     setattr(inference, "tqdm", functools.partial(bar, disable=True))  # noqa: B010
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # "Loading weights"
     try:
-        yield
+        with quiet_weight_loading():  # "Loading weights"
+            yield
     finally:
         setattr(inference, "tqdm", bar)  # noqa: B010
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _distill(out: Path, recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:

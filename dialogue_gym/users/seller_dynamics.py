@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.cue_search import any_cue
 from dialogue_gym.prices import mask_prices, offer_in
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
@@ -149,7 +150,7 @@ class SellerDynamics:
         return float(np.clip((self.listing.price - self.ask) / gap, 0.0, 1.0)) if gap > 0 else 1.0
 
     def _cue(self, name: str, text: str) -> bool:
-        return any(p.search(text) for p in self.card.cues.get(name, ()))
+        return any_cue(self.card.cues.get(name, ()), text)
 
     def _weight(self, cid: str) -> float:
         arg = self.arguments[cid]

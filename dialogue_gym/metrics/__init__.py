@@ -61,6 +61,11 @@ Confidence intervals are percentile bootstraps over episodes (default 10,000 res
 drawn from ``np.random.default_rng(seed)`` (the global NumPy RNG is never touched). Two runs
 evaluated on the same episodes are compared with a *paired* bootstrap: episode indices are
 resampled jointly, i.e. the per-episode differences ``a_i - b_i`` are resampled.
+
+A claim about a training method is tested over training seeds instead
+(:mod:`dialogue_gym.metrics.seeds`): one value per seed, a Student-t interval of their mean
+(:func:`seed_level_ci`) and a paired t-interval of two methods' per-seed differences
+(:func:`paired_seed_diff`).
 """
 
 from dialogue_gym.metrics.bootstrap import (
@@ -85,6 +90,7 @@ from dialogue_gym.metrics.rates import (
     success_within,
     turns_to_success,
 )
+from dialogue_gym.metrics.seeds import paired_seed_diff, seed_level_ci
 from dialogue_gym.metrics.summary import (
     DEFAULT_COLUMNS,
     format_table,
@@ -107,11 +113,13 @@ __all__ = [
     "format_table",
     "pair_records",
     "paired_bootstrap_diff",
+    "paired_seed_diff",
     "rank_rows",
     "rc_success_within",
     "rcsr",
     "rcsr_curve",
     "sale_to_list",
+    "seed_level_ci",
     "sl_from_steps",
     "sr_curve",
     "success_rate",

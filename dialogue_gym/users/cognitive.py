@@ -132,8 +132,13 @@ class CognitiveUser(ReplyWording):
             encoded = np.asarray(self.analyzer.encoder.encode([situation, *others]))
             self._situation, self._other_situations = encoded[0], encoded[1:]
         self._success_stances = success_stances(self.card)
-        # The scalars of z_0: where this user starts (see _compose_bdi).
-        self._start = (float(np.clip(0.1 + 0.9 * self.willingness, 0.0, 1.0)), 0.3, 0.0)
+        # The scalars of z_0: where this user starts (see _compose_bdi). Valence starts at the
+        # persona's (0 for the bank; below 0 for a real ESConv seeker, by its intensity).
+        self._start = (
+            float(np.clip(0.1 + 0.9 * self.willingness, 0.0, 1.0)),
+            0.3,
+            self.persona.initial_valence,
+        )
         self.rational_decision = "neutral"  # the counterfactual rational user's stance
         self._state = self._compose_bdi()
 

@@ -10,9 +10,12 @@ Each :class:`~dialogue_gym.data.records.EpisodeSeed` of a held-out split becomes
   strengths (e.g. low income → affordability, low care → detachment, a rational decision
   style → efficacy), the initial willingness (care, benevolence, universalism) and the
   speaking style (extraversion → chatty, neuroticism → skeptical …);
+* for ESConv the seeker's *initial emotion intensity* sets its initial willingness, starting
+  valence and concern strengths, and its emotion and problem types choose its concerns where
+  the card has matching ones (:mod:`dialogue_gym.users.esconv_seeker`);
 * everything the corpus does not say (name, remaining facts, concerns for corpora without
-  profiles) comes from a bank persona chosen by a hash of the dialogue id, so the mapping is
-  deterministic and independent of the episode seed.
+  profiles or matching situations) comes from a bank persona chosen by a hash of the dialogue
+  id, so the mapping is deterministic and independent of the episode seed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.users.esconv_seeker import seeker_layers
 from dialogue_gym.users.persona import Persona, persona_bank
 
 # Corpus situation keys → persona fact names.
@@ -122,6 +126,8 @@ def personas_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Persona, 
         fields: dict[str, Any] = {"id": f"{seed.corpus}:{seed.dialogue_id}"}
         if seed.corpus == "p4g" and seed.profile:
             fields.update(_p4g_layers(card, seed.profile, base))
+        elif seed.corpus == "esconv":
+            fields.update(seeker_layers(card, seed.profile, seed.situation, base))
         persona = dataclasses.replace(base, facts=MappingProxyType(facts), **fields)
         if seed.corpus == "p4g" and seed.profile:
             persona = dataclasses.replace(persona, background=_background(persona, seed.profile))

@@ -27,6 +27,11 @@ class Persona:
         capacity: The most (in dollars) this user would give (persuasion tasks).
         facts: The persona's slot values (``occupation``, ``situation`` …), also available to
             reply templates as ``{slot}`` placeholders.
+        initial_valence: Valence v of the user's starting state z_0, in [-1, 1] (0 for the
+            bank's personas; an ESConv seeker built from a real dialogue starts below 0, lower
+            the more intense its emotion, see :mod:`dialogue_gym.users.esconv_seeker`).
+        emotion_intensity: The real seeker's initial emotion intensity (ESConv's survey, 1–5)
+            for a persona built from a corpus dialogue that has one; ``None`` otherwise.
     """
 
     id: str
@@ -38,6 +43,8 @@ class Persona:
     initial_willingness: float
     capacity: float
     facts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    initial_valence: float = 0.0
+    emotion_intensity: int | None = None
 
     @property
     def occupation(self) -> str:
@@ -52,6 +59,10 @@ class Persona:
 # How many latent concerns a persona carries, and with what probability.
 _CONCERN_COUNTS = (1, 2, 3)
 _CONCERN_COUNT_PROBS = (0.3, 0.45, 0.25)
+STRENGTH_RANGE = (0.35, 1.0)
+"""The bank draws each concern's strength uniformly from this range."""
+WILLINGNESS_RANGE = (0.1, 0.45)
+"""The bank draws each persona's initial willingness uniformly from this range."""
 
 
 def _hashable_facts(facts: dict[str, str]) -> Mapping[str, str]:
@@ -74,7 +85,7 @@ def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
         background = template.format(name=name, age=age, **facts)
         k = int(rng.choice(_CONCERN_COUNTS, p=_CONCERN_COUNT_PROBS))
         chosen = rng.choice(len(concern_ids), size=min(k, len(concern_ids)), replace=False)
-        strengths = rng.uniform(0.35, 1.0, size=len(chosen))
+        strengths = rng.uniform(*STRENGTH_RANGE, size=len(chosen))
         concerns = sorted(
             (
                 (concern_ids[int(i)], round(float(s), 3))
@@ -90,7 +101,7 @@ def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
                 background=background,
                 style=styles[int(rng.integers(len(styles)))],
                 concerns=tuple(concerns),
-                initial_willingness=round(float(rng.uniform(0.1, 0.45)), 3),
+                initial_willingness=round(float(rng.uniform(*WILLINGNESS_RANGE)), 3),
                 capacity=round(float(rng.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0])), 2),
                 facts=_hashable_facts(facts),
             )

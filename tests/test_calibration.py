@@ -1,7 +1,8 @@
-"""Calibration on the train splits (issue 15 item 2): the fit registry, ``data fit`` and CB.
+"""Calibration on the train splits (issue 15 item 2): the fit registry, ``data fit``, CB,
+and the P4G / ESConv readers of real users' text.
 
-Checks that a table round-trips exactly (fit -> write -> reload), that the shipped CB table
-is what a fresh fit on the project's corpus copies gives, and — by id — that held-out
+Checks that a table round-trips exactly (fit -> write -> reload), that the shipped CB and P4G
+tables are what a fresh fit on the project's corpus copies gives, and — by id — that held-out
 dialogues never enter a fit.
 """
 
@@ -20,9 +21,12 @@ from dialogue_gym.calibration import (
     ids_sha256,
     load_table,
     shipped_table,
+    table_path,
     write_table,
 )
 from dialogue_gym.calibration.cb import HARD_LEVELS, LEVELS, MIN_DEALS, SOFT_LEVELS, deal_price
+from dialogue_gym.calibration.esconv import SeekerReader, intensity_fall, seeker_replies
+from dialogue_gym.calibration.p4g import turn_stance
 from dialogue_gym.cli import main
 from dialogue_gym.data import Dialogue, Turn, load_corpus
 from dialogue_gym.users.seller_presets import HARD, SOFT
@@ -215,3 +219,151 @@ def test_data_fit_fails_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "no fitter for ['nope']" in capsys.readouterr().err
     assert main(["data", "fit", "cb", "--data", str(tmp_path), "--out", str(tmp_path)]) == 1
     assert "dialogue-gym data fit: error: cb:" in capsys.readouterr().err
+
+
+# -- P4G and ESConv: the readers of real users' text -----------------------------------------------
+
+
+def p4g_dialogue(index: int, split: str = "train") -> Dialogue:
+    """A tiny annotated P4G dialogue whose persuadee states each stance once."""
+    turns = (
+        Turn("system", "Hello! Have you heard of Save the Children?", "greeting"),
+        Turn("user", "Hi there, no I have not.", "greeting+neutral-to-inquiry"),
+        Turn("system", "Would you like to donate to them?", "proposition-of-donation"),
+        Turn("user", "That sounds wonderful, what a great cause.", "positive-reaction-to-donation"),
+        Turn("system", "How much would you give?", "proposition-of-donation"),
+        Turn("user", "I will donate $1 of my payment.", "agree-donation+provide-donation-amount"),
+        Turn("system", "Could you give a bit more?", "proposition-of-donation"),
+        Turn("user", "No, I will not give more than that.", "disagree-donation-more"),
+    )
+    return Dialogue("p4g", f"p{index:03d}", split, turns, {"donation": 1.0}, {})
+
+
+def esconv_dialogue(index: int, fall: int | None, split: str = "train") -> Dialogue:
+    """A tiny ESConv dialogue: a distressed opening, a thankful closing, a survey fall."""
+    turns = (
+        Turn("user", "hi"),  # before the supporter's first turn: not a reply
+        Turn("system", "Hello, how are you feeling today?"),
+        Turn("user", "I am so stressed about losing my job."),
+        Turn("user", "I cannot sleep at all."),
+        Turn("system", "That sounds really hard. What happened?"),
+        Turn("user", "My boss fired me and I feel anxious and sad."),
+        Turn("system", "Maybe you could update your resume and talk to a friend."),
+        Turn("user", "That is a good idea, I will try that."),
+        Turn("system", "I am glad, take care of yourself."),
+        Turn("user", "Thank you so much, I feel better now. Bye!"),
+    )
+    seeker = {"initial_emotion_intensity": "5"}
+    if fall is not None:
+        seeker["final_emotion_intensity"] = str(5 - fall)
+    return Dialogue(
+        "esconv", f"e{index:03d}", split, turns, {}, {"survey_score": {"seeker": seeker}}
+    )
+
+
+P4G_TRAIN = [p4g_dialogue(i) for i in range(6)]
+ESCONV_TRAIN = [esconv_dialogue(i, 1 + i % 4) for i in range(12)]
+
+
+def test_p4g_and_esconv_are_registered_with_their_formats():
+    assert FITTERS["p4g"].corpus == "p4g" and FITTERS["p4g"].format == "annotated"
+    assert FITTERS["esconv"].corpus == "esconv" and FITTERS["esconv"].format is None
+
+
+def test_p4g_turn_stances_follow_the_act_rule():
+    stances = [turn_stance(t) for t in P4G_TRAIN[0].turns if t.role == "user"]
+    assert stances == ["neutral", "positive", "agree", "refused"]
+    # A stated amount wins over a partial refusal in the same turn.
+    assert turn_stance(Turn("user", "x", "disagree-donation-more+provide-donation-amount")) == (
+        "agree"
+    )
+
+
+@pytest.mark.parametrize(("task", "train"), [("p4g", P4G_TRAIN), ("esconv", ESCONV_TRAIN)])
+def test_reader_tables_fit_write_reload_identically(task: str, train: list, tmp_path: Path):
+    table = fit(task, train)
+    path = write_table(table, tmp_path)
+    assert load_table(path) == table
+    again = write_table(fit(task, train[::-1]), tmp_path / "again")
+    assert again.read_bytes() == path.read_bytes()  # deterministic, independent of order
+
+
+@pytest.mark.parametrize(
+    ("task", "train", "held_out"),
+    [
+        ("p4g", P4G_TRAIN, p4g_dialogue(99, split="test")),
+        ("esconv", ESCONV_TRAIN, esconv_dialogue(99, 2, split="valid")),
+    ],
+)
+def test_reader_fits_refuse_held_out_dialogues_by_id(task: str, train: list, held_out: Dialogue):
+    with pytest.raises(CalibrationError, match=f"train split only.*'{held_out.id}'"):
+        fit(task, [*train, held_out])
+
+
+def test_p4g_fit_needs_the_annotated_acts():
+    unlabelled = [
+        Dialogue("p4g", d.id, "train", tuple(Turn(t.role, t.text) for t in d.turns), {}, {})
+        for d in P4G_TRAIN
+    ]
+    with pytest.raises(CalibrationError, match="annotated"):
+        fit("p4g", unlabelled)
+
+
+def test_esconv_fit_reads_replies_and_survey_falls():
+    assert seeker_replies(ESCONV_TRAIN[0])[0] == (
+        "I am so stressed about losing my job. I cannot sleep at all."
+    )
+    assert intensity_fall(ESCONV_TRAIN[0]) == 1
+    assert intensity_fall(esconv_dialogue(1, None)) is None
+    parameters = fit("esconv", [*ESCONV_TRAIN, esconv_dialogue(50, None)])["parameters"]
+    assert parameters["fall"]["n_dialogues"] == 12  # the one without a final score is left out
+    assert parameters["closing"]["n_replies"] == 13 * 2 * parameters["closing"]["edge_replies"]
+    reader = SeekerReader(fit("esconv", ESCONV_TRAIN))
+    closing = reader.distribution([("system", "Take care."), ("user", "Thank you, bye!")])
+    opening = reader.distribution([("system", "Hi."), ("user", "I am so stressed and sad.")])
+    assert set(closing) == {"neutral", "positive", "agree"}
+    assert sum(closing.values()) == pytest.approx(1.0)
+    assert closing["neutral"] < opening["neutral"]
+
+
+@needs_data
+def test_the_shipped_p4g_table_equals_a_fresh_fit_on_the_corpus_copies():
+    train = load_corpus("p4g", DATA, split="train", format="annotated")
+    fresh = fit("p4g", train)
+    assert parameters_without_package_version(fresh) == parameters_without_package_version(
+        shipped_table("p4g")
+    )
+
+
+@needs_data
+def test_held_out_dialogues_never_enter_the_p4g_fit():
+    annotated = load_corpus("p4g", DATA, format="annotated")
+    train = [d for d in annotated if d.split == "train"]
+    held_out = [d for d in annotated if d.split != "train"]
+    assert held_out and not {d.id for d in train} & {d.id for d in held_out}
+    # The validity benchmark's held-out P4G dialogues (every format) are not in the table.
+    full_held_out = load_corpus("p4g", DATA, split="valid") + load_corpus("p4g", DATA, split="test")
+    assert not {d.id for d in train} & {d.id for d in full_held_out}
+    provenance = shipped_table("p4g")["provenance"]
+    assert provenance["ids_sha256"] == ids_sha256(train)
+    assert provenance["ids_sha256"] != ids_sha256(annotated)
+    with pytest.raises(CalibrationError, match="train split only"):
+        fit("p4g", held_out)
+
+
+@needs_data
+def test_held_out_dialogues_never_enter_the_esconv_fit(tmp_path: Path):
+    assert not table_path("esconv").exists()  # CC BY-NC 4.0: fitted at first use, not shipped
+    train = [d for d in load_corpus("esconv", DATA, split="train") if d.turns]
+    held_out = load_corpus("esconv", DATA, split="valid") + load_corpus(
+        "esconv", DATA, split="test"
+    )
+    failed = [d for d in load_corpus("esconv", DATA, split="unsplit", format="original")]
+    held_ids = {d.id for d in held_out} | {d.id for d in failed}
+    assert not {d.id for d in train} & held_ids
+    assert main(["data", "fit", "esconv", "--data", str(DATA), "--out", str(tmp_path)]) == 0
+    table = load_table(tmp_path / "esconv.json")
+    assert table["provenance"]["ids_sha256"] == ids_sha256(train)
+    assert table["provenance"]["n_dialogues"] == len(train) == 910
+    with pytest.raises(CalibrationError, match="train split only"):
+        fit("esconv", held_out)

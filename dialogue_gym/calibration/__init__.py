@@ -5,12 +5,16 @@
 numbers with their provenance; the shipped defaults (``tables/<task>.json``) are such tables,
 recomputed by rerunning it on the project's data root. Held-out dialogues never enter a fit.
 
-Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges.
+Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges; ``p4g``
+(:mod:`dialogue_gym.calibration.p4g`), the persuadee stance reader (shipped); ``esconv``
+(:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC 4.0 data: not shipped,
+fitted at first use). The readers are word/bigram linear models
+(:mod:`dialogue_gym.calibration.text_reader`).
 """
 
 from __future__ import annotations
 
-from dialogue_gym.calibration import cb
+from dialogue_gym.calibration import cb, esconv, p4g
 from dialogue_gym.calibration.fit import (
     FITTERS,
     TRAIN,
@@ -31,9 +35,11 @@ __all__ = [
     "CalibrationError",
     "Fitter",
     "cb",
+    "esconv",
     "fit",
     "ids_sha256",
     "load_table",
+    "p4g",
     "register",
     "shipped_table",
     "table_path",

@@ -65,6 +65,8 @@ class Fitter:
             computed by an older rule is told apart.
         function: Train dialogues → the ``parameters`` table.
         description: One line on what it fits.
+        format: The corpus format it reads (a loader ``FORMATS`` entry: P4G's ``annotated``
+            carries the persuadee acts); ``None``: the loader's default for the train split.
     """
 
     task: str
@@ -72,6 +74,7 @@ class Fitter:
     version: int
     function: FitFunction
     description: str
+    format: str | None = None
 
 
 FITTERS: dict[str, Fitter] = {}
@@ -79,9 +82,9 @@ FITTERS: dict[str, Fitter] = {}
 
 
 def register(
-    task: str, corpus: str, version: int, description: str
+    task: str, corpus: str, version: int, description: str, format: str | None = None
 ) -> Callable[[FitFunction], FitFunction]:
-    """Registers the decorated function as the fitter of ``task``.
+    """Registers the decorated function as the fitter of ``task`` (see :class:`Fitter`).
 
     Raises:
         ValueError: ``task`` already has a fitter.
@@ -90,7 +93,7 @@ def register(
     def decorate(function: FitFunction) -> FitFunction:
         if task in FITTERS:
             raise ValueError(f"a fitter for {task!r} is already registered")
-        FITTERS[task] = Fitter(task, corpus, version, function, description)
+        FITTERS[task] = Fitter(task, corpus, version, function, description, format)
         return function
 
     return decorate

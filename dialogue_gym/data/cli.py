@@ -299,10 +299,16 @@ def _fetch(args: argparse.Namespace, out: TextIO) -> int:
 # -- data fit --------------------------------------------------------------------------------------
 
 
+_MAX_SHOWN = 32
+"""Longest list :func:`_numbers` prints in full."""
+
+
 def _numbers(value: Any, depth: int = 0) -> str:
     """A short one-line rendering of a table's numbers (lists of floats at 3 places)."""
     if isinstance(value, float):
         return f"{value:.3g}"
+    if isinstance(value, list) and len(value) > _MAX_SHOWN:
+        return f"[{len(value):,} values]"  # a text reader's vocabulary and weights
     if isinstance(value, list):
         return "[" + ", ".join(_numbers(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
@@ -319,7 +325,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         fitter = FITTERS[task]
         try:
             # The train split only: the loader assigns the splits, fit() refuses any other.
-            dialogues = load_corpus(fitter.corpus, args.data, split="train")
+            dialogues = load_corpus(fitter.corpus, args.data, split="train", format=fitter.format)
             table = fit(task, dialogues)
             path = write_table(table, args.out)
         except (DataNotFoundError, CorpusError, CalibrationError, ValueError) as exc:

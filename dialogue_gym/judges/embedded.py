@@ -7,14 +7,28 @@ the task's labels (``decision_labels``: for ESConv refused/neutral/positive/agre
 worse/same/somewhat_better/resolved) and maps them through the card's label→reward map and
 success rule exactly as the LLM judge's n sampled votes are. For P4G (threshold 0.6) two
 ``agree`` votes and one ``positive`` pass, as in the paper.
+
+**Replies an external policy wrote** (a real person's replayed turn, an LLM user:
+``Exchange.external_user``) are read by a reader learned on the task's train split where the
+task has one (:func:`~dialogue_gym.judges.user_text.reader_for`: P4G's persuadee stance reader,
+ESConv's seeker readers). For such a user the decision and the willingness views only echo the
+cue regexes, written for the simulator's own wording, which miss how people state a stance
+("I would say five dollars"). The judge instead casts the card's ``n`` votes at evenly spaced
+quantiles of the reader's stance distribution for the transcript
+(:func:`~dialogue_gym.calibration.text_reader.quantile_votes`: what ``n`` readers sampling it
+would vote, deterministically). The simulator's own replies are judged as before, so embedded
+episodes are unchanged; without a reader (other tasks, or ESConv with no data to fit on) the
+judge reads external replies as before too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from dialogue_gym.calibration.text_reader import quantile_votes
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, Exchange, Judgment
+from dialogue_gym.judges.user_text import StanceReader, reader_for
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 
@@ -57,10 +71,20 @@ class StateSuccessJudge:
         card: The task card (label map, threshold, cues).
         agree_willingness: Willingness at which the willingness view votes ``agree``.
         positive_willingness: Willingness at which it votes ``positive``.
+        text_reader: The reader of external users' replies; ``None``: the task's own
+            (:func:`~dialogue_gym.judges.user_text.reader_for`, resolved at the first external
+            reply, so simulated episodes never load or fit one).
+        read_text: Whether external replies are read by a learned reader at all (``False``:
+            the cue regexes, as for the simulator's replies).
     """
 
     def __init__(
-        self, card: TaskCard, agree_willingness: float = 0.6, positive_willingness: float = 0.35
+        self,
+        card: TaskCard,
+        agree_willingness: float = 0.6,
+        positive_willingness: float = 0.35,
+        text_reader: StanceReader | None = None,
+        read_text: bool = True,
     ) -> None:
         if not card.success_judge.decision_labels:
             raise ValueError(
@@ -71,9 +95,25 @@ class StateSuccessJudge:
         self.to_label = card.success_judge.decision_labels
         self.agree_w = agree_willingness
         self.positive_w = positive_willingness
+        self.read_text = read_text
+        self._text_reader = text_reader
+
+    def text_reader(self) -> StanceReader | None:
+        """The reader of external replies (``None``: none, or ``read_text`` is off)."""
+        if not self.read_text:
+            return None
+        if self._text_reader is None:
+            self._text_reader = reader_for(self.card.id)
+        return self._text_reader
 
     def judge(self, exchange: Exchange) -> Judgment:
         """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
+        reader = self.text_reader() if exchange.external_user else None
+        if reader is not None:
+            stances = quantile_votes(
+                reader.distribution(exchange.history), self.card.success_judge.n
+            )
+            return aggregate([self.to_label[v] for v in stances], self.card)
         decision = exchange.turn.decision
         # Three independent views: what the reply says (read from its text, for the
         # simulator's own replies too), what the user decided, and how willing it is.

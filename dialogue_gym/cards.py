@@ -30,9 +30,9 @@ from typing import Any
 
 from dialogue_gym import card_schema as schema
 from dialogue_gym import card_sections as sections
+from dialogue_gym.bdi import BDI
 from dialogue_gym.card_schema import CardError
 from dialogue_gym.card_sections import CatalogEntry, CorpusSpec, PromptWording
-from dialogue_gym.mind.bdi import BDI
 
 if sys.version_info >= (3, 11):
     import tomllib

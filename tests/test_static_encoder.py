@@ -278,3 +278,17 @@ def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
         ["word " * 300, "Please give " + "a little more, " * 60 + "say $1,200 now.", "short"],
     )
     check_env_id("P4G-hard", seat_modes=("system",), views=("system",), encoder="static")
+
+
+def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:
+    """The map is fitted with MiniLM on first use (said on stderr), cached, then read."""
+    encoder, _ = small
+    first = encoder.to_reference_cosine(np.asarray([0.2, 0.5, 0.8], dtype=np.float32))
+    assert np.all(np.diff(first) > 0) and first.dtype == np.float32
+    assert len(list(encoder.path.glob("cosine-map-*.json"))) == 1
+    capsys.readouterr()
+    again = StaticEncoder(cache_dir=encoder.path.parent, recipe=SMALL)
+    assert again.to_reference_cosine(0.5) == pytest.approx(float(first[1]))
+    assert "cosine" not in capsys.readouterr().err  # read from the cache, not refitted
+    wrapped = make_encoder(again)
+    assert wrapped.to_reference_cosine(0.5) == pytest.approx(float(first[1]))  # type: ignore[attr-defined]

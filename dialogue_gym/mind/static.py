@@ -29,13 +29,16 @@ frequency estimates); a text's embedding is then the mean of its tokens' rows, n
   window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
   :func:`dialogue_gym.text.text_view`) cuts a turn where MiniLM's would.
 
-**Not a drop-in for MiniLM's judgments.** The users' thresholds and margins were calibrated on
-MiniLM's cosines, and a token-mean table separates paraphrases from unrelated turns much less
-(paraphrase pairs ~0.52 vs unrelated ~0.31 mean cosine, against MiniLM's ~0.59 vs ~0.13): in
-a 30-episode run the ``scripted`` agent's SR on the hard envs fell from 0.67–1.00 under MiniLM
-to 0.07–0.50 (P4G-hard 0.83 → 0.10), and several adversary, discrimination and reward-alignment
-cells that hold under MiniLM miss under static. Use it for throughput (RL at scale, smoke
-runs); report results under MiniLM. ``benchmarks/env_throughput.py`` measures the speed-up.
+**Cosines on MiniLM's scale.** The users' thresholds and margins were set on MiniLM's cosines,
+and a token-mean table spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated
+~0.31 mean cosine, against MiniLM's ~0.59 vs ~0.13). :meth:`StaticEncoder.to_reference_cosine`
+maps its cosines onto MiniLM's scale by quantile matching on the shipped cards' sentences
+(:mod:`dialogue_gym.mind.cosine_scale`; fitted once with MiniLM and cached beside the model),
+and every threshold of the users, judges and scripted agents reads cosines through it. The map
+keeps ranks, so it cannot add discrimination the table lacks (its within-card pair cosines
+correlate with MiniLM's at Spearman ρ ≈ 0.37): use ``static`` for throughput (RL at scale,
+smoke runs) and report results under MiniLM. ``benchmarks/env_throughput.py`` measures the
+speed-up; ``docs/evaluation.md`` lists the benchmark cells that hold under each encoder.
 
 Usage::
 
@@ -61,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from dialogue_gym.mind.cosine_scale import ArrayOrFloat, CosineMap
 from dialogue_gym.mind.minilm_assets import (
     TokenWindow,
     minilm_model_dir,
@@ -228,6 +232,18 @@ def _locked(path: Path) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _fitting_notice(folder: Path, progress: bool) -> Iterator[None]:
+    """Says on stderr when a cosine map is fitted (not when one is read from the cache)."""
+    fitting = not any(folder.glob("cosine-map-*.json"))
+    start = time.perf_counter()
+    if fitting:
+        _say("fitting the static encoder's cosines to MiniLM's scale (once)", progress)
+    yield
+    if fitting:
+        _say(f"cosine map fitted in {time.perf_counter() - start:.0f} s", progress)
 
 
 def _say(message: str, progress: bool) -> None:
@@ -422,6 +438,8 @@ class StaticEncoder:
         self._window = TokenWindow(tokenizer, self._content_tokens)
         self._name = self.path.name
         self._dim = int(self._vectors.shape[1])
+        self._progress = progress
+        self._cosine_map: CosineMap | None = None
 
     @property
     def name(self) -> str:
@@ -451,6 +469,20 @@ class StaticEncoder:
             else:
                 out[row, 0] = 1.0  # nothing known to read: a fixed "empty" direction
         return normalize_rows(out)
+
+    def to_reference_cosine(self, cosines: ArrayOrFloat) -> ArrayOrFloat:
+        """``cosines`` of this encoder on MiniLM's scale, where the users' thresholds were set.
+
+        The map (:mod:`dialogue_gym.mind.cosine_scale`: quantile matching on the shipped cards'
+        sentences) is fitted once with MiniLM — a line on stderr says so — and cached beside the
+        model; later uses read it.
+        """
+        if self._cosine_map is None:
+            from dialogue_gym.mind.cosine_scale import load_or_fit_cosine_map
+
+            with _fitting_notice(self.path, self._progress):
+                self._cosine_map = load_or_fit_cosine_map(self, self.path)
+        return self._cosine_map(cosines)
 
     def visible_prefix(self, text: str) -> str:
         """The longest prefix of ``text`` whose words all fit in MiniLM's token window.

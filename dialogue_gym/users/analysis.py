@@ -9,6 +9,7 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import CueIndex, CueText
+from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
 
@@ -135,7 +136,7 @@ class UtteranceAnalyzer:
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:
         """Max similarity of each row to any prototype (domain, unlock or anti-pattern)."""
-        return (embeddings @ self._protos.T).max(axis=1)
+        return on_reference_scale(self.encoder, (embeddings @ self._protos.T).max(axis=1))
 
     def _cue(self, name: str, text: str | CueText) -> bool:
         cue_text = text if isinstance(text, CueText) else self._cue_index.read(text)
@@ -160,8 +161,9 @@ class UtteranceAnalyzer:
         if embedding is None:
             embedding = np.asarray(self.encoder.encode([view])[0], dtype=np.float32)
         cues = self._cue_index.read(view)  # every cue family below reads the same view
-        sims = self._protos @ embedding
-        meaning = self._centroids @ embedding
+        # Cosines on MiniLM's scale, where every threshold of the users was set.
+        sims = on_reference_scale(self.encoder, self._protos @ embedding)
+        meaning = on_reference_scale(self.encoder, self._centroids @ embedding)
         unlock: dict[str, float] = {}
         anti: dict[str, float] = {}
         for index, concern in enumerate(self.card.concerns):

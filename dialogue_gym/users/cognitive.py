@@ -23,6 +23,7 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.bdi import BDI
+from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserTurn
@@ -224,8 +225,10 @@ class CognitiveUser(ReplyWording):
         """
         if self._situation is None or not self.disclosed:
             return 0.0
-        own = float(self._situation @ p.embedding)
+        encoder = self.analyzer.encoder
+        own = float(on_reference_scale(encoder, float(self._situation @ p.embedding)))
         other = float((self._other_situations @ p.embedding).max(initial=-1.0))
+        other = float(on_reference_scale(encoder, other))
         return own if own - other >= self.preset.situation_margin else 0.0
 
     def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
@@ -249,7 +252,8 @@ class CognitiveUser(ReplyWording):
             self.mood -= 0.1
             return p, ["empty"], False, False
         if self.past_embeddings:
-            repetition = float(max(e @ p.embedding for e in self.past_embeddings)) >= 0.9
+            closest = float(max(e @ p.embedding for e in self.past_embeddings))
+            repetition = on_reference_scale(self.analyzer.encoder, closest) >= 0.9
         self.past_embeddings.append(p.embedding)
         if p.off_topic:
             self.affect -= preset.offtopic_penalty
@@ -357,9 +361,10 @@ class CognitiveUser(ReplyWording):
             return
         lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
         encoder = self.analyzer.encoder
-        sims = (
+        sims = on_reference_scale(
+            encoder,
             np.asarray(encoder.encode(sentences))
-            @ np.asarray(encoder.encode([line for _, line in lines])).T
+            @ np.asarray(encoder.encode([line for _, line in lines])).T,
         )
         for column, (cid, _) in enumerate(lines):
             if float(sims[:, column].max()) >= VOICE_MATCH:

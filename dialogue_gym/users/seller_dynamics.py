@@ -18,6 +18,7 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
+from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.prices import mask_prices, offer_in
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
@@ -193,7 +194,10 @@ class SellerDynamics:
             return TurnEffect("empty", self._hold(), events=["empty"])
         offer = offer_in(text, reference=listing_price)
         repetition = bool(self.past_embeddings) and (
-            float(max(e @ p.embedding for e in self.past_embeddings)) >= 0.9
+            on_reference_scale(
+                self.analyzer.encoder, float(max(e @ p.embedding for e in self.past_embeddings))
+            )
+            >= 0.9
         )
         if offer is not None and offer != self.last_offer:
             repetition = False  # the same words with a new price are a new offer

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.backends.base import BaseBackend, Completion, SampleRequest
+from dialogue_gym.mind.cosine_scale import ArrayOrFloat, on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 
 __all__ = ["BatchingBackend", "BatchingEncoder", "SlotRunner", "StepRounds"]
@@ -160,6 +161,10 @@ class BatchingEncoder:
     def dim(self) -> int:
         """See :class:`~dialogue_gym.mind.encoders.Encoder`."""
         return self.inner.dim
+
+    def to_reference_cosine(self, cosines: ArrayOrFloat) -> ArrayOrFloat:
+        """The inner encoder's cosines on MiniLM's scale (unchanged when it has no map)."""
+        return on_reference_scale(self.inner, cosines)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """See :class:`~dialogue_gym.mind.encoders.Encoder`."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
+from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.baselines.listening import ConcernListener
 
@@ -155,8 +156,12 @@ class _VoiceReader:
         if not sentences or self._matrix is None:
             return []
         embedded = self.encoder.encode(sentences)
-        sims = embedded @ self._matrix.T
-        acks = (embedded @ self._acks.T).max(axis=1) if self._acks is not None else None
+        sims = on_reference_scale(self.encoder, embedded @ self._matrix.T)
+        acks = (
+            on_reference_scale(self.encoder, (embedded @ self._acks.T).max(axis=1))
+            if self._acks is not None
+            else None
+        )
         found: list[str] = []
         for index, row in enumerate(sims):
             best = int(np.argmax(row))

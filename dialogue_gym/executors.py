@@ -31,12 +31,12 @@ import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from dialogue_gym.agents import Agent, AgentSource, make_agent
 from dialogue_gym.episode_loop import (
     Job,
+    base_env,
     run_episode,
     run_threaded,
     run_vectorized,
@@ -193,8 +193,10 @@ class VectorExecutor:
     """Plays the episodes on a vector env of ``num_envs`` sub-envs, each with its own agent.
 
     Every vector step moves up to ``num_envs`` episodes with one batched encoding of their
-    utterances and one coalesced backend call per LLM component; the agents of a step act at
-    once on worker threads (:func:`~dialogue_gym.episode_loop.run_vectorized`).
+    utterances and one coalesced backend call per LLM component; the agents of a step act
+    at once as members of the vector env's rounds, so an agent that encodes with its sub-env's
+    encoder (it is given that one) has its encodes batched with the others' too
+    (:func:`~dialogue_gym.episode_loop.run_vectorized`).
 
     Args:
         pair: The pair.
@@ -211,12 +213,16 @@ class VectorExecutor:
 
         pair = self.pair
         num_envs = min(self.num_envs, len(todo))
-        agents = [pair.new_agent() for _ in range(num_envs)]
         vec = make_vec(pair.env_id, num_envs, autoreset_mode="disabled", **pair.worker_env_kwargs())
+        # An agent that encodes gets its sub-env's encoder, so its encodes join the vector
+        # env's batches (run_vectorized runs the agents as members of the env's rounds).
+        agents = []
         usage: list[dict[str, Any]] = []
         try:
-            with ThreadPoolExecutor(max_workers=num_envs, thread_name_prefix="agent") as pool:
-                run_vectorized(vec, agents, todo, finish, pool)
+            for i in range(num_envs):
+                encoder = getattr(base_env(vec.envs[i]), "encoder", None) or pair.encoder
+                agents.append(pair.source.build(pair.card, pair.agent_kwargs, encoder))
+            run_vectorized(vec, agents, todo, finish)
         finally:
             vec.close()
             for agent in agents:

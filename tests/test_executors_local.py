@@ -5,7 +5,7 @@ The Ray executor against a real Ray instance is in ``test_executors.py`` (it nee
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -102,3 +102,54 @@ def test_ray_executor_refuses_an_agent_workers_cannot_import() -> None:
     (source,) = agent_sources(Plain())
     with pytest.raises(ValueError, match="Ray workers build agents by name"):
         RayExecutor(PairSetup(ENV_ID, ENV_KWARGS, source, {}))
+
+
+class _Echoing:
+    """An agent that encodes the user's last reply with the encoder it is given, then asks."""
+
+    built: ClassVar[list[_Echoing]] = []
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+        self.calls = 0
+        _Echoing.built.append(self)
+
+    def act(self, observation: Any) -> str:
+        self.calls += 1
+        self.encoder.encode([f"{observation!s:.80} #{self.calls}"])  # a miss every turn
+        return "Would you consider donating to Save the Children today?"
+
+
+def test_vector_agents_share_their_sub_envs_encoder_and_its_batches(monkeypatch) -> None:
+    """Agents get the sub-env's encoder, and their encodes are batched like the sub-envs'."""
+    from dialogue_gym.vector.batching import BatchingEncoder
+
+    batch_sizes: list[int] = []
+    original = BatchingEncoder._encode_lists
+
+    def counting(self: BatchingEncoder, lists: list[list[str]]) -> Any:
+        batch_sizes.append(len(lists))
+        return original(self, lists)
+
+    monkeypatch.setattr(BatchingEncoder, "_encode_lists", counting)
+    _Echoing.built.clear()
+    (source,) = agent_sources(_Echoing)
+    env = make(ENV_ID, **ENV_KWARGS)
+    try:
+        pair = PairSetup(
+            ENV_ID, ENV_KWARGS, source, {}, card=env.unwrapped.card, encoder=env.unwrapped.encoder
+        )
+        todo = [Job(i, 70 + i) for i in range(3)]
+        lone, _ = _play(LoneEnvExecutor(pair, env), todo)
+    finally:
+        env.close()
+    lone_agent = _Echoing.built[0]
+    assert lone_agent.encoder is pair.encoder
+    _Echoing.built.clear()
+    batch_sizes.clear()
+    vectorized, _ = _play(VectorExecutor(pair, num_envs=3), todo)
+    assert vectorized == lone  # batching never changes an episode
+    agents = _Echoing.built
+    assert len(agents) == 3 and all(a.encoder is not pair.encoder for a in agents)
+    # The three agents' first encodes (one miss each) went to the inner encoder as one batch.
+    assert 3 in batch_sizes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -94,6 +94,22 @@ class VectorDialogueEnv(VectorBase):
     def action_space(self, agent: str) -> spaces.Space:
         """A sub-env's action space of ``agent``."""
         return self.envs[0].action_space(agent)
+
+    def run_batched(self, tasks: Sequence[Callable[[], Any]]) -> list[Any]:
+        """Runs ``tasks`` at once as members of this env's rounds; returns their results.
+
+        The agents of a step act this way (:func:`~dialogue_gym.episode_loop.run_vectorized`):
+        an agent that encodes with a sub-env's encoder (``agent.encoder is env.envs[i].encoder``,
+        what :class:`~dialogue_gym.executors.VectorExecutor` gives it) has its encoder misses
+        batched with the other agents' — and its LLM requests through the sub-envs' backend
+        coalesced — exactly as the sub-envs' own calls are in :meth:`step`. A task's exception
+        is re-raised here (the first, in ``tasks``' order) after every task has finished.
+        """
+        outcomes = self._runner.run(dict(enumerate(tasks)), threaded=True)
+        for _, error in outcomes.values():
+            if error is not None:
+                raise error
+        return [result for result, _ in outcomes.values()]
 
     def render(self) -> list[str | None]:
         """Each sub-env's ``render()``."""

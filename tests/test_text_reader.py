@@ -153,6 +153,20 @@ def test_the_judge_reads_external_replies_with_the_reader():
     assert not regex.judge(exchange("whatever", True)).success  # the cue regexes read neutral
 
 
+@pytest.mark.parametrize(
+    ("reply", "decision"),
+    [("No, I won't donate.", "refused"), ("Sure, put me down for $1.00.", "agree")],
+)
+def test_external_replies_the_cues_place_are_judged_as_before(reply: str, decision: str):
+    card = load_card("p4g")
+    reader = FixedReader({"neutral": 1.0})
+    judge = StateSuccessJudge(card, text_reader=reader)
+    with_reader = judge.judge(exchange(reply, True, decision, 0.9))
+    without = StateSuccessJudge(card, read_text=False).judge(exchange(reply, True, decision, 0.9))
+    assert with_reader == without and reader.read == []
+    assert with_reader.success == (decision == "agree")
+
+
 @pytest.mark.parametrize(("decision", "w"), [("agree", 0.9), ("neutral", 0.1), ("refused", 0.0)])
 def test_the_simulators_own_replies_are_judged_as_before(decision: str, w: float):
     card = load_card("p4g")

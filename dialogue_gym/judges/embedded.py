@@ -9,16 +9,20 @@ success rule exactly as the LLM judge's n sampled votes are. For P4G (threshold 
 ``agree`` votes and one ``positive`` pass, as in the paper.
 
 **Replies an external policy wrote** (a real person's replayed turn, an LLM user:
-``Exchange.external_user``) are read by a reader learned on the task's train split where the
-task has one (:func:`~dialogue_gym.judges.user_text.reader_for`: P4G's persuadee stance reader,
-ESConv's seeker readers). For such a user the decision and the willingness views only echo the
-cue regexes, written for the simulator's own wording, which miss how people state a stance
-("I would say five dollars"). The judge instead casts the card's ``n`` votes at evenly spaced
+``Exchange.external_user``) that the card's cues cannot place (they read ``neutral``) are read
+by a reader learned on the task's train split where the task has one
+(:func:`~dialogue_gym.judges.user_text.reader_for`: P4G's persuadee stance reader, ESConv's
+seeker readers). For such a user the decision and the willingness views only echo the cue
+regexes, written for the simulator's own wording, which miss how people often state a stance
+("I would say five dollars"). The judge then casts the card's ``n`` votes at evenly spaced
 quantiles of the reader's stance distribution for the transcript
 (:func:`~dialogue_gym.calibration.text_reader.quantile_votes`: what ``n`` readers sampling it
-would vote, deterministically). The simulator's own replies are judged as before, so embedded
-episodes are unchanged; without a reader (other tasks, or ESConv with no data to fit on) the
-judge reads external replies as before too.
+would vote, deterministically). A reply whose cues state a stance (refused, positive, agree) is
+judged as before, so an external policy speaking the card's own words (the reward-alignment
+benchmark's blind user policies, the adversaries) gets the judgments it always got. The
+simulator's own replies are judged as before, so embedded episodes are unchanged; without a
+reader (other tasks, or ESConv with no data to fit on) the judge reads every external reply as
+before too.
 """
 
 from __future__ import annotations
@@ -108,16 +112,18 @@ class StateSuccessJudge:
 
     def judge(self, exchange: Exchange) -> Judgment:
         """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
-        reader = self.text_reader() if exchange.external_user else None
+        # What the reply says, read from its text with the card's cues (for the simulator's
+        # own replies too).
+        stated = classify_stance(exchange.user, self.card)
+        # An external reply the cues cannot place: the learned reader, where the task has one.
+        reader = self.text_reader() if exchange.external_user and stated == "neutral" else None
         if reader is not None:
             stances = quantile_votes(
                 reader.distribution(exchange.history), self.card.success_judge.n
             )
             return aggregate([self.to_label[v] for v in stances], self.card)
+        # Three independent views: the stated stance, what the user decided, how willing it is.
         decision = exchange.turn.decision
-        # Three independent views: what the reply says (read from its text, for the
-        # simulator's own replies too), what the user decided, and how willing it is.
-        stated = classify_stance(exchange.user, self.card)
         w = float(exchange.privileged.get("willingness", 0.0))
         if w >= self.agree_w:
             by_w = "agree" if decision == "agree" else "positive"

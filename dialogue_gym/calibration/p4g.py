@@ -26,10 +26,11 @@ train data only: fitted on the annotated train dialogues, the judge rule
 (:func:`~dialogue_gym.calibration.text_reader.quantile_votes` on each reply) was scored
 against the real donation of the FullData train dialogues that are not annotated (n = 562):
 AUC 0.65 judged success / 0.68 best score at L2 = 0.001 (0.64 / 0.70 at 0.01), against 0.56
-for the cue regexes; reading the persuader's previous turn as well, or the last two or three
-replies together, did not help. Of the two equal settings, 0.001 reads clear statements
-confidently ("Sure, put me down for $1.00." → three ``agree`` votes; at 0.01 one of them is
-``neutral`` and the exchange fails).
+for the cue regexes; 0.645 / 0.67 (0.62 / 0.67 at 0.01) with the judge's rule of reading only
+the replies the cues read as neutral. Reading the persuader's previous turn as well, or the
+last two or three replies together, did not help. Of the two settings, 0.001 reads clear
+statements more confidently ("Sure, put me down for $1.00." → three ``agree`` votes; at 0.01
+one of them is ``neutral``).
 
 The table (``tables/p4g.json``) holds the act → stance rule, the label counts and the reader
 (vocabulary, per-class weights, biases: aggregate numbers, no dialogue text beyond the words

@@ -8,8 +8,8 @@ simulator's own (embedded episodes stay bit-identical).
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -149,8 +149,8 @@ def test_the_judge_reads_external_replies_with_the_reader():
     judgment = StateSuccessJudge(card, text_reader=reader).judge(exchange("whatever", True))
     assert judgment.votes == ("positive", "agree", "agree") and judgment.success
     assert reader.read == [(("system", "Would you donate?"), ("user", "whatever"))]
-    regex = StateSuccessJudge(card, text_reader=reader, read_text=False)
-    assert not regex.judge(exchange("whatever", True)).success  # the cue regexes read neutral
+    regex = StateSuccessJudge(card)  # no reader: the cue regexes read neutral
+    assert not regex.judge(exchange("whatever", True)).success
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_external_replies_the_cues_place_are_judged_as_before(reply: str, decisi
     reader = FixedReader({"neutral": 1.0})
     judge = StateSuccessJudge(card, text_reader=reader)
     with_reader = judge.judge(exchange(reply, True, decision, 0.9))
-    without = StateSuccessJudge(card, read_text=False).judge(exchange(reply, True, decision, 0.9))
+    without = StateSuccessJudge(card).judge(exchange(reply, True, decision, 0.9))
     assert with_reader == without and reader.read == []
     assert with_reader.success == (decision == "agree")
 
@@ -175,18 +175,11 @@ def test_the_simulators_own_replies_are_judged_as_before(decision: str, w: float
     with_reader = StateSuccessJudge(card, text_reader=reader).judge(
         exchange(reply, False, decision, w)
     )
-    without = StateSuccessJudge(card, read_text=False).judge(exchange(reply, False, decision, w))
+    without = StateSuccessJudge(card).judge(exchange(reply, False, decision, w))
     assert with_reader == without and reader.read == []
 
 
-@pytest.fixture
-def fresh_readers() -> Iterator[None]:
-    user_text.reader_for.cache_clear()
-    yield
-    user_text.reader_for.cache_clear()
-
-
-def test_p4g_uses_the_shipped_reader_and_other_tasks_none(fresh_readers: None):
+def test_p4g_uses_the_shipped_reader_and_other_tasks_none():
     reader = user_text.reader_for("P4G")
     assert isinstance(reader, PersuadeeReader)
     agree = reader.distribution([("system", "How much?"), ("user", "I will donate $1 please.")])
@@ -196,29 +189,31 @@ def test_p4g_uses_the_shipped_reader_and_other_tasks_none(fresh_readers: None):
     assert user_text.reader_for("CB") is None and user_text.reader_for("ED") is None
 
 
-def test_esconv_reader_comes_from_a_user_table_or_warns(
-    fresh_readers: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.delenv(user_text.DATA_ENV, raising=False)
-    monkeypatch.delenv(user_text.CALIBRATION_ENV, raising=False)
-    with pytest.warns(UserWarning, match="CC BY-NC"):
-        assert user_text.reader_for("ESConv") is None
-    user_text.reader_for.cache_clear()
-    monkeypatch.setenv(user_text.DATA_ENV, str(tmp_path / "nowhere"))
-    with pytest.warns(UserWarning, match="no ESConv train split"):
-        assert user_text.reader_for("ESConv") is None
-    user_text.reader_for.cache_clear()
+def test_esconv_reader_comes_from_a_table_or_the_given_train_split(tmp_path: Path):
+    assert user_text.reader_for("ESConv") is None  # nothing given: no reader, nothing implicit
+    fitted = user_text.reader_for("ESConv", train=ESCONV_TRAIN)
+    assert isinstance(fitted, SeekerReader)
     write_table(fit("esconv", ESCONV_TRAIN), tmp_path)
-    monkeypatch.setenv(user_text.CALIBRATION_ENV, str(tmp_path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert isinstance(user_text.reader_for("ESConv"), SeekerReader)
+    read = user_text.reader_for("ESConv", table=tmp_path / "esconv.json")
+    assert isinstance(read, SeekerReader)
+    history = [("system", "How are you feeling now?"), ("user", "Thank you, I feel better.")]
+    assert read.distribution(history) == fitted.distribution(history)
 
 
-def test_an_external_persuadee_who_states_an_amount_succeeds_in_the_env(fresh_readers: None):
-    env = make("P4G-hard", encoder="hashing", external=("system", "user"))
+def _self_play_once(**kwargs: object) -> dict[str, object]:
+    env = make("P4G-hard", encoder="hashing", external=("system", "user"), **kwargs)
     env.reset(seed=0)
     env.step({"system": "Would you like to donate some of your payment to Save the Children?"})
-    _, _, terminated, _, infos = env.step({"user": "I would like to donate 50 cents please."})
-    assert infos["user"]["success"] and terminated["user"]
-    assert np.isclose(infos["user"]["success_score"], 1.0)
+    _, _, _, _, infos = env.step({"user": "I would like to donate 50 cents please."})
+    return infos["user"]
+
+
+def test_an_external_persuadee_who_states_an_amount_succeeds_with_the_reader():
+    judge = functools.partial(StateSuccessJudge, text_reader=user_text.reader_for("P4G"))
+    info = _self_play_once(success_judge=judge)
+    assert info["success"] and np.isclose(info["success_score"], 1.0)
+
+
+def test_the_reader_is_opt_in():
+    """A default env judges external replies with the cues (the same wherever it runs)."""
+    assert not _self_play_once()["success"]

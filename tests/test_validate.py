@@ -280,6 +280,7 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
     assert rho["value"] == pytest.approx(expected, abs=1e-4) and rho["n"] == 6
     for name, cell in cells.items():
         assert cell["sim"]["n"] == 6, name
+    assert result["transcript_reader"] is None  # the caller chose the success judge
     for row in result["dialogues"]:
         donor = row["real_success"]
         assert row["replay"]["success"] is donor and row["full"]["success"] is donor
@@ -290,6 +291,29 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
         piece in held_texts for text in fitted_texts for piece in text.split("\n")
     )
     json.dumps(result)  # JSON-ready
+
+
+def test_the_embedded_judge_reads_real_transcripts_with_the_tasks_reader() -> None:
+    """Opt-in reading of real users' text: on for the full transcripts, nowhere else."""
+    from dialogue_gym.judges.embedded import StateSuccessJudge
+
+    held_out, train = fixture_corpus()
+    options = {"encoder": "hashing"}
+    result = validate_dialogues(
+        "P4G-soft",
+        held_out,
+        train,
+        env_options=options,
+        baselines=(),
+        n_resamples=50,
+        progress=None,
+    )
+    assert result["transcript_reader"] == "PersuadeeReader"
+    assert options == {"encoder": "hashing"}  # the caller's options are not touched
+    env = dialogue_gym.make("P4G-soft", encoder="hashing")
+    assert (
+        isinstance(env.success_judge, StateSuccessJudge) and env.success_judge.text_reader is None
+    )
 
 
 def test_validator_refuses_a_held_out_dialogue_in_train() -> None:

@@ -8,7 +8,7 @@ recomputed by rerunning it on the project's data root. Held-out dialogues never 
 Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges; ``p4g``
 (:mod:`dialogue_gym.calibration.p4g`), the persuadee stance reader (shipped); ``esconv``
 (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC 4.0 data: not shipped,
-fitted at first use). The readers are word/bigram linear models
+fitted by the validator on the train split it loads). The readers are word/bigram linear models
 (:mod:`dialogue_gym.calibration.text_reader`).
 """
 

@@ -1,4 +1,4 @@
-"""ESConv: readers of a real seeker's text, fitted on the train split at first use.
+"""ESConv: readers of a real seeker's text, fitted on the train split where they are needed.
 
 The embedded success judge reads a seeker's reply with the card's cue regexes. This fitter
 learns two readers from the HF train split (910 conversations) instead. Its seekers carry no
@@ -25,11 +25,9 @@ read from text.
 
 **Licence: the table does not ship.** ESConv is CC BY-NC 4.0; a table of word and word-pair
 weights fitted on it is material adapted from the corpus, and the package is used commercially
-too. So the judge fits it at first use, in the process that needs it, from the corpus the
-user has (``$DIALOGUE_GYM_DATA``), or reads a table the user wrote with ``dialogue-gym data fit
-esconv --data DIR --out DIR`` from ``$DIALOGUE_GYM_CALIBRATION``
-(:func:`dialogue_gym.judges.user_text.reader_for`). Without either the judge keeps the cue
-regexes, with a warning that says so.
+too. So the reader is fitted where it is needed, from the corpus the user has: the validator
+fits it on the train split it loads, and ``dialogue-gym data fit esconv --data DIR --out DIR``
+writes a table :func:`dialogue_gym.judges.user_text.reader_for` can read.
 """
 
 from __future__ import annotations

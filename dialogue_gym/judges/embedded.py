@@ -9,20 +9,16 @@ success rule exactly as the LLM judge's n sampled votes are. For P4G (threshold 
 ``agree`` votes and one ``positive`` pass, as in the paper.
 
 **Replies an external policy wrote** (a real person's replayed turn, an LLM user:
-``Exchange.external_user``) that the card's cues cannot place (they read ``neutral``) are read
-by a reader learned on the task's train split where the task has one
-(:func:`~dialogue_gym.judges.user_text.reader_for`: P4G's persuadee stance reader, ESConv's
-seeker readers). For such a user the decision and the willingness views only echo the cue
-regexes, written for the simulator's own wording, which miss how people often state a stance
-("I would say five dollars"). The judge then casts the card's ``n`` votes at evenly spaced
-quantiles of the reader's stance distribution for the transcript
-(:func:`~dialogue_gym.calibration.text_reader.quantile_votes`: what ``n`` readers sampling it
-would vote, deterministically). A reply whose cues state a stance (refused, positive, agree) is
-judged as before, so an external policy speaking the card's own words (the reward-alignment
-benchmark's blind user policies, the adversaries) gets the judgments it always got. The
-simulator's own replies are judged as before, so embedded episodes are unchanged; without a
-reader (other tasks, or ESConv with no data to fit on) the judge reads every external reply as
-before too.
+``Exchange.external_user``) can be read by a reader learned on the task's train split
+(``text_reader``; :func:`~dialogue_gym.judges.user_text.reader_for`: P4G's persuadee stance
+reader, ESConv's seeker readers) where the card's cues cannot place them (neutral): the cue
+regexes, written for the simulator's own wording, miss how people state a stance ("I would say
+five dollars"), and for such a user the decision and willingness views only echo them. The
+judge then casts the card's ``n`` votes at evenly spaced quantiles of the reader's stance
+distribution for the transcript (:func:`~dialogue_gym.calibration.text_reader.quantile_votes`:
+what ``n`` readers sampling it would vote, deterministically). A reply whose cues state a stance,
+and every simulator reply, is judged as without a reader. The reader is opt-in (the validator
+turns it on for real transcripts), so an env's judgments never depend on where it runs.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from collections import Counter
 from dialogue_gym.calibration.text_reader import quantile_votes
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, Exchange, Judgment
-from dialogue_gym.judges.user_text import StanceReader, reader_for
+from dialogue_gym.judges.user_text import StanceReader
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 
@@ -75,11 +71,9 @@ class StateSuccessJudge:
         card: The task card (label map, threshold, cues).
         agree_willingness: Willingness at which the willingness view votes ``agree``.
         positive_willingness: Willingness at which it votes ``positive``.
-        text_reader: The reader of external users' replies; ``None``: the task's own
-            (:func:`~dialogue_gym.judges.user_text.reader_for`, resolved at the first external
-            reply, so simulated episodes never load or fit one).
-        read_text: Whether external replies are read by a learned reader at all (``False``:
-            the cue regexes, as for the simulator's replies).
+        text_reader: A learned reader of external users' replies
+            (:func:`~dialogue_gym.judges.user_text.reader_for`); ``None``: the cue regexes, as
+            for the simulator's replies.
     """
 
     def __init__(
@@ -88,7 +82,6 @@ class StateSuccessJudge:
         agree_willingness: float = 0.6,
         positive_willingness: float = 0.35,
         text_reader: StanceReader | None = None,
-        read_text: bool = True,
     ) -> None:
         if not card.success_judge.decision_labels:
             raise ValueError(
@@ -99,16 +92,7 @@ class StateSuccessJudge:
         self.to_label = card.success_judge.decision_labels
         self.agree_w = agree_willingness
         self.positive_w = positive_willingness
-        self.read_text = read_text
-        self._text_reader = text_reader
-
-    def text_reader(self) -> StanceReader | None:
-        """The reader of external replies (``None``: none, or ``read_text`` is off)."""
-        if not self.read_text:
-            return None
-        if self._text_reader is None:
-            self._text_reader = reader_for(self.card.id)
-        return self._text_reader
+        self.text_reader = text_reader
 
     def judge(self, exchange: Exchange) -> Judgment:
         """See :class:`~dialogue_gym.judges.base.SuccessJudge`."""
@@ -116,8 +100,8 @@ class StateSuccessJudge:
         # own replies too).
         stated = classify_stance(exchange.user, self.card)
         # An external reply the cues cannot place: the learned reader, where the task has one.
-        reader = self.text_reader() if exchange.external_user and stated == "neutral" else None
-        if reader is not None:
+        reader = self.text_reader
+        if reader is not None and exchange.external_user and stated == "neutral":
             stances = quantile_votes(
                 reader.distribution(exchange.history), self.card.success_judge.n
             )

@@ -24,6 +24,7 @@ the judge cells.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
@@ -36,6 +37,7 @@ import numpy as np
 
 from dialogue_gym.data import Dialogue, seeds_from
 from dialogue_gym.env import CORPORA
+from dialogue_gym.judges.embedded import StateSuccessJudge
 from dialogue_gym.registry import make
 from dialogue_gym.validity import reference as ref
 from dialogue_gym.validity.corpus import (
@@ -46,6 +48,7 @@ from dialogue_gym.validity.corpus import (
     parse_splits,
     side_text,
 )
+from dialogue_gym.validity.episodes import judge_full, play, transcript_reader
 from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
 
 __all__ = ["TARGETS", "format_report", "validate", "validate_dialogues"]
@@ -80,58 +83,6 @@ def _pins(card: Any, dialogues: Sequence[Dialogue]) -> list[dict[str, Any] | Non
                 pins.append(None)
         return pins
     return [{"persona": p} for p in personas_from_seeds(card, seeds)]
-
-
-def _play(
-    env: Any,
-    pin: Mapping[str, Any],
-    seed: int,
-    texts: Sequence[str] | None = None,
-    agent: Any = None,
-) -> dict[str, Any]:
-    """One episode on a pinned user: replaying ``texts``, or played by ``agent``."""
-    observations, _ = env.reset(seed=seed, options=dict(pin))
-    if agent is not None and callable(getattr(agent, "reset", None)):
-        agent.reset(seed=seed)
-    row: dict[str, Any] = {"success": False, "success_turn": None, "s": 0.0, "exchanges": 0}
-    for i in range(env.max_exchanges):
-        if agent is not None:
-            text = agent.act(observations["system"])
-        elif texts is not None and i < len(texts):
-            text = texts[i]
-        else:
-            break
-        observations, _, terminated, truncated, infos = env.step({"system": text})
-        info = infos["system"]
-        row.update(s=float(info["s"]), score=info.get("success_score"), exchanges=i + 1)
-        if info["success"]:
-            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
-        if terminated["system"] or truncated["system"]:
-            break
-    willingness = env.user.privileged().get("willingness")
-    row["willingness"] = None if willingness is None else float(willingness)
-    return row
-
-
-def _judge_full(
-    env: Any, pin: Mapping[str, Any], seed: int, exchanges: Sequence[tuple[str, str]]
-) -> dict[str, Any]:
-    """The env's success judge over a whole real transcript (both seats external)."""
-    env.reset(seed=seed, options=dict(pin))
-    row: dict[str, Any] = {"success": False, "success_turn": None, "max_score": None}
-    scores = []
-    for i, (system, user) in enumerate(exchanges[: env.max_exchanges]):
-        env.step({"system": system})
-        _, _, terminated, _, infos = env.step({"user": user})
-        info = infos["user"]
-        scores.append(float(info["success_score"]))
-        if info["success"]:
-            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
-        if terminated["user"]:
-            break
-    row["max_score"] = max(scores) if scores else None
-    row["exchanges"] = len(scores)
-    return row
 
 
 def _hash_key(dialogue_id: str) -> str:
@@ -204,11 +155,18 @@ def validate_dialogues(
     if overlap:
         raise ValueError(f"held-out dialogues in the train split: {sorted(overlap)[:5]}")
     full_env = None
+    reader_name = None
     if judge_transcripts:
-        full_env = make(
-            env_id,
-            **{**options, "external": ("system", "user"), "max_exchanges": FULL_TRANSCRIPT_BUDGET},
-        )
+        full_options = {
+            **options,
+            "external": ("system", "user"),
+            "max_exchanges": FULL_TRANSCRIPT_BUDGET,
+        }
+        reader = transcript_reader(card.id, options, train)
+        if reader is not None:
+            full_options["success_judge"] = functools.partial(StateSuccessJudge, text_reader=reader)
+            reader_name = type(reader).__name__
+        full_env = make(env_id, **full_options)
     agents = {name: make_agent(name, card) for name in baselines}
     usable = [d for d in held_out if outcome_of(d) is not None and exchanges_of(d)]
     pins = _pins(card, usable) if usable else []
@@ -233,14 +191,14 @@ def validate_dialogues(
                 "split": dialogue.split,
                 "real_success": outcome.success,
                 "real_amount": outcome.amount,
-                "replay": _play(env, pin, episode_seed, texts=[s for s, _ in exchanges]),
+                "replay": play(env, pin, episode_seed, texts=[s for s, _ in exchanges]),
                 "baselines": {
-                    name: _play(env, pin, episode_seed, agent=agent)
+                    name: play(env, pin, episode_seed, agent=agent)
                     for name, agent in agents.items()
                 },
             }
             if full_env is not None:
-                row["full"] = _judge_full(full_env, pin, episode_seed, exchanges)
+                row["full"] = judge_full(full_env, pin, episode_seed, exchanges)
             rows.append(row)
             done = index + 1
             if progress is not None and (done % 10 == 0 or done == len(usable)):
@@ -276,6 +234,7 @@ def validate_dialogues(
         "T": env.max_exchanges,
         "baselines": list(baselines),
         "counts": {**counts, "validated": len(rows)},
+        "transcript_reader": reader_name,
         "reference_modes": {side: ref.modes(p) for side, p in predictions.items()},
         "cells": cells,
         "dialogues": rows,
@@ -558,6 +517,12 @@ def format_report(result: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
         f"judge cells ← all real user turns ({modes.get('user')})",
         file=out,
     )
+    if result.get("transcript_reader"):
+        print(
+            f"   judge on real transcripts: external replies the card's cues cannot place are "
+            f"read by {result['transcript_reader']} (fitted on the train split)",
+            file=out,
+        )
     width = max(len(name) for name in result["cells"]) + 2
     header = f"{'figure':<{width}}{'simulator':<30}{'text-only reference':<30}target"
     print(header, file=out)

@@ -1,0 +1,84 @@
+"""One validity episode: replaying real turns, or judging a whole real transcript.
+
+:func:`play` runs one episode on a user pinned to a real dialogue's persona (the real system
+turns replayed one per exchange, or an agent playing); :func:`judge_full` feeds a whole real
+transcript through an env with both seats external, so the success judge reads real text;
+:func:`transcript_reader` picks the learned reader the embedded judge reads real users with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dialogue_gym.data import Dialogue
+from dialogue_gym.judges.user_text import StanceReader, reader_for
+
+__all__ = ["judge_full", "play", "transcript_reader"]
+
+
+def play(
+    env: Any,
+    pin: Mapping[str, Any],
+    seed: int,
+    texts: Sequence[str] | None = None,
+    agent: Any = None,
+) -> dict[str, Any]:
+    """One episode on a pinned user: replaying ``texts``, or played by ``agent``."""
+    observations, _ = env.reset(seed=seed, options=dict(pin))
+    if agent is not None and callable(getattr(agent, "reset", None)):
+        agent.reset(seed=seed)
+    row: dict[str, Any] = {"success": False, "success_turn": None, "s": 0.0, "exchanges": 0}
+    for i in range(env.max_exchanges):
+        if agent is not None:
+            text = agent.act(observations["system"])
+        elif texts is not None and i < len(texts):
+            text = texts[i]
+        else:
+            break
+        observations, _, terminated, truncated, infos = env.step({"system": text})
+        info = infos["system"]
+        row.update(s=float(info["s"]), score=info.get("success_score"), exchanges=i + 1)
+        if info["success"]:
+            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
+        if terminated["system"] or truncated["system"]:
+            break
+    willingness = env.user.privileged().get("willingness")
+    row["willingness"] = None if willingness is None else float(willingness)
+    return row
+
+
+def judge_full(
+    env: Any, pin: Mapping[str, Any], seed: int, exchanges: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """The env's success judge over a whole real transcript (both seats external)."""
+    env.reset(seed=seed, options=dict(pin))
+    row: dict[str, Any] = {"success": False, "success_turn": None, "max_score": None}
+    scores = []
+    for i, (system, user) in enumerate(exchanges[: env.max_exchanges]):
+        env.step({"system": system})
+        _, _, terminated, _, infos = env.step({"user": user})
+        info = infos["user"]
+        scores.append(float(info["success_score"]))
+        if info["success"]:
+            row.update(success=True, success_turn=i + 1, utility=info.get("utility"))
+        if terminated["user"]:
+            break
+    row["max_score"] = max(scores) if scores else None
+    row["exchanges"] = len(scores)
+    return row
+
+
+def transcript_reader(
+    task_id: str, options: Mapping[str, Any], train: Sequence[Dialogue]
+) -> StanceReader | None:
+    """The learned reader of real users' text for the embedded success judge, if it judges.
+
+    Real people state a stance in words the card's cues were not written for; the embedded
+    judge reads such replies with the task's reader fitted on the train split
+    (:func:`~dialogue_gym.judges.user_text.reader_for`; ESConv's is fitted on ``train`` here).
+    LLM judges, and a success judge the caller chose, are left as they are.
+    """
+    if options.get("judges", "embedded") != "embedded" or "success_judge" in options:
+        return None
+    return reader_for(task_id, train=[d for d in train if d.split == "train"])

@@ -84,6 +84,17 @@ def _default_data() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
+def _shared_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Config fields every trainer of the benchmark gets alike (quiet, same data and encoder)."""
+    return {
+        "encoder": args.encoder,
+        "data": str(args.data),
+        "progress": False,
+        "tensorboard": False,
+        "max_dialogues": args.max_dialogues,
+    }
+
+
 def _masp_config(task: str, seed: int, out: Path, args: argparse.Namespace, **extra: Any) -> Any:
     from dialogue_gym_agents.masp.config import MASPConfig
 
@@ -91,15 +102,11 @@ def _masp_config(task: str, seed: int, out: Path, args: argparse.Namespace, **ex
         task=task,
         out=out,
         seed=seed,
-        encoder=args.encoder,
-        data=str(args.data),
-        progress=False,
-        tensorboard=False,
         silver_episodes=args.silver_episodes,
         mentalizer_epochs=args.mentalizer_epochs,
-        max_dialogues=args.max_dialogues,
         bc_epochs=args.bc_epochs,
         iterations=args.iterations,
+        **_shared_options(args),
         **extra,
     )
 
@@ -122,17 +129,13 @@ def _train_planner(task: str, seed: int, out: Path, reward: str, steps: int, arg
             task=task,
             out=out,
             seed=seed,
-            encoder=args.encoder,
-            data=str(args.data),
-            progress=False,
-            tensorboard=False,
             user="hard",
             reward=reward,
-            max_dialogues=args.max_dialogues,
             pretrain_epochs=args.bc_epochs,
             ppo_steps=max(steps, 512),
             n_steps=64,
             batch_size=64,
+            **_shared_options(args),
         )
     )
 

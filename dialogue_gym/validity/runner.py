@@ -63,7 +63,8 @@ TARGETS: dict[str, dict[str, float]] = {
 }
 """Issue 15's targets by task: replay AUC (CI above 0.5), replay ρ with the amount (CB
 utility), judge AUC on full transcripts. On soft users human-replay SR should be within
-±:data:`SOFT_SR_TOLERANCE` of the real success rate; on every env above ``random``."""
+±:data:`SOFT_SR_TOLERANCE` of the real success rate; on every env above ``random`` (the paired
+CI above 0)."""
 SOFT_SR_TOLERANCE = 0.15
 
 Progress = Callable[[str], None]
@@ -361,7 +362,8 @@ def _cells(
         add(f"SR@T {name}", _cell(_first, rows, path, path, n_resamples, seed))
         diff = _cell(_difference, rows, "replay.success", path, n_resamples, seed)
         if name == "random":
-            add("SR@T human replay - random", diff, None, "> 0", bool(diff.value > 0))
+            above = diff.value > 0 and (math.isnan(diff.low) or diff.low > 0)
+            add("SR@T human replay - random", diff, None, "> 0, CI > 0", bool(above))
         else:
             add(f"SR@T human replay - {name}", diff)
 

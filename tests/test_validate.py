@@ -269,7 +269,10 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
     assert cells["SR@T human replay"]["sim"]["value"] == 0.5
     assert cells["SR@T human replay"]["met"] is True  # soft: within 0.15 of the real rate
     assert cells["SR@T random"]["sim"]["value"] == 0.0
-    assert cells["SR@T human replay - random"]["met"] is True
+    above_random = cells["SR@T human replay - random"]
+    assert above_random["sim"]["value"] == 0.5
+    # Six dialogues: the paired CI still reaches 0, so "above random" is not yet shown.
+    assert above_random["sim"]["low"] <= 0 and above_random["met"] is False
     assert cells["judge on real transcripts: agreement (accuracy)"]["sim"]["value"] == 1.0
     assert (
         cells["judge on real transcripts: AUC judged success -> real success"]["sim"]["value"]

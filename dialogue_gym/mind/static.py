@@ -38,7 +38,7 @@ and every threshold of the users, judges and scripted agents reads cosines throu
 keeps ranks, so it cannot add discrimination the table lacks (its within-card pair cosines
 correlate with MiniLM's at Spearman ρ ≈ 0.37): use ``static`` for throughput (RL at scale,
 smoke runs) and report results under MiniLM. ``benchmarks/env_throughput.py`` measures the
-speed-up; ``docs/evaluation.md`` lists the benchmark cells that hold under each encoder.
+speed-up; ``docs/environments.md`` lists the benchmark cells that miss under it.
 
 Usage::
 

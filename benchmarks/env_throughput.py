@@ -59,7 +59,7 @@ def record_actions(env_id: str, episodes: int) -> list[list[str]]:
 
 
 def replay(env_id: str, runs: list[list[str]], encoder: str, round_: int) -> tuple[float, int]:
-    """Seconds and exchanges of the env replaying ``runs`` (suffixed anew for each round)."""
+    """Seconds and exchanges of the env replaying ``runs`` (suffixed anew per round and encoder)."""
     env = dialogue_gym.make(env_id, encoder=encoder)
     exchanges = 0
     start = time.perf_counter()
@@ -68,8 +68,9 @@ def replay(env_id: str, runs: list[list[str]], encoder: str, round_: int) -> tup
         for action in actions:
             if not env.agents:  # the suffix may end an episode differently; never step past it
                 break
-            # Each round gets its own suffix: no round replays text another one cached.
-            env.step({"system": f"{action}.{round_}" if round_ else action})
+            # Each replay gets its own suffix: no replay reads text that the recording or
+            # another replay left in a cache (the encoders' rows, the parsed prices).
+            env.step({"system": f"{action} [{encoder} {round_}]"})
             exchanges += 1
     return time.perf_counter() - start, exchanges
 

@@ -14,6 +14,7 @@ is given, a plausible scale. Which of the amounts a turn *proposes* is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 
@@ -404,9 +405,19 @@ def extract_prices(text: str, reference: float | None = None) -> list[PriceMenti
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    text = normalize_text(text)
     if reference is not None and (not math.isfinite(reference) or reference <= 0):
         reference = None
+    return list(_extract(text, reference))
+
+
+@functools.lru_cache(maxsize=4096)
+def _extract(text: str, reference: float | None) -> tuple[PriceMention, ...]:
+    """:func:`extract_prices`, memoized (its mentions are immutable).
+
+    A seller reads each turn's prices two or three times: the offer, the masked text it
+    encodes, the deal judge.
+    """
+    text = normalize_text(text)
     mentions = _numeric_mentions(text, reference) + _word_mentions(text, reference)
     mentions.sort(key=lambda m: m.start)
     kept: list[PriceMention] = []
@@ -414,4 +425,4 @@ def extract_prices(text: str, reference: float | None = None) -> list[PriceMenti
         if kept and mention.start < kept[-1].end:
             continue
         kept.append(mention)
-    return kept
+    return tuple(kept)

@@ -42,6 +42,7 @@ __all__ = [
     "LEVELS",
     "MIN_DEALS",
     "SOFT_LEVELS",
+    "closing_offer",
     "deal_price",
     "fit_cb",
     "seller_floor_range",
@@ -62,6 +63,15 @@ def deal_price(dialogue: Dialogue) -> float | None:
     A ``reject`` or ``quit`` after the last offer, or an offer without a price, is no priced
     deal.
     """
+    offer, verdict = closing_offer(dialogue)
+    return offer if verdict == "accept" else None
+
+
+def closing_offer(dialogue: Dialogue) -> tuple[float | None, str | None]:
+    """The dialogue's last offer (its price, ``None`` if it named none) and what answered it.
+
+    The answer is the last ``accept``, ``reject`` or ``quit`` after that offer, else ``None``.
+    """
     prices = dialogue.situation.get("turn_prices") or (None,) * len(dialogue.turns)
     offer: float | None = None
     verdict: str | None = None
@@ -70,7 +80,7 @@ def deal_price(dialogue: Dialogue) -> float | None:
             offer, verdict = price, None
         elif turn.act in ("accept", "reject", "quit"):
             verdict = turn.act
-    return offer if verdict == "accept" else None
+    return offer, verdict
 
 
 def _listing(dialogue: Dialogue) -> float | None:

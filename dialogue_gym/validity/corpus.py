@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from dialogue_gym.calibration.cb import closing_offer
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.data.errors import DataNotFoundError
 from dialogue_gym.prices import buyer_utility, format_price
@@ -67,14 +68,7 @@ def _intensity(value: object) -> int | None:
 
 
 def _cb_outcome(dialogue: Dialogue) -> Outcome | None:
-    prices = dialogue.situation.get("turn_prices") or (None,) * len(dialogue.turns)
-    offer: float | None = None
-    verdict: str | None = None
-    for turn, price in zip(dialogue.turns, prices, strict=False):
-        if turn.act == "offer":
-            offer, verdict = price, None
-        elif turn.act in ("accept", "reject", "quit"):
-            verdict = turn.act
+    offer, verdict = closing_offer(dialogue)
     if verdict is None:
         return None
     if verdict != "accept":

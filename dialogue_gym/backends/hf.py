@@ -25,7 +25,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from dialogue_gym.backends.base import (
     SampleRequest,
     apply_stop,
 )
+from dialogue_gym.mind.minilm_assets import quiet_weight_loading
 
 __all__ = ["SMOLLM2_GGUF", "HFBackend", "default_cache_dir", "smollm2_gguf_path"]
 
@@ -86,26 +87,13 @@ def _torch() -> Any:
     return torch
 
 
-@contextlib.contextmanager
-def _quiet_progress() -> Iterator[None]:
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-
-
 def _load_gguf(path: Path) -> tuple[Any, Any]:
     """Model (fp32, de-quantized) and tokenizer from a GGUF file."""
     torch = _torch()
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(path.parent), path.name
-    with _quiet_progress():
+    with quiet_weight_loading():
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
         # Build the model from the GGUF config and load the de-quantized tensors ourselves:
         # from_pretrained(gguf_file=...) needs accelerate and returns a model flagged as
@@ -139,7 +127,7 @@ def _load_folder(folder: str | Path) -> tuple[Any, Any]:
     torch = _torch()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with _quiet_progress():
+    with quiet_weight_loading():
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(
             str(folder), dtype=torch.float32, local_files_only=True
@@ -189,7 +177,7 @@ def _save_atomically(model: Any, tokenizer: Any, target: Path, signature: dict[s
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    with _quiet_progress():
+    with quiet_weight_loading():
         model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
     (tmp / _SOURCE_MARKER).write_text(json.dumps(signature))

@@ -27,10 +27,11 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 @contextlib.contextmanager
 def quiet_weight_loading() -> Iterator[None]:
-    """Silences transformers' "Loading weights" bar while a model loads.
+    """Silences transformers' progress bars ("Loading weights", shard writing) in the block.
 
-    The weights load in well under a second from the local package; a bar for it is noise in
-    every output (and it ignored ``--no-progress``).
+    Every transformers load of the package goes through it (MiniLM, the static distillation,
+    the local LLM backend, the agents' LM policies): the weights load in well under a second
+    from local files, and a bar for it is noise in every output (it ignored ``--no-progress``).
     """
     try:
         from transformers.utils import logging as hf_logging

@@ -27,15 +27,15 @@ are kept. SFT's NLL and GRPO's token-level ratios and KL are computed from this 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from dialogue_gym.mind.minilm_assets import quiet_weight_loading
 from dialogue_gym_agents.common.checkpoint import CorruptCheckpointError, resolve_model_path
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng
 
@@ -81,18 +81,8 @@ class ModelLoadError(ValueError):
     """A base model exists on disk (or is named) but cannot be loaded as a chat causal LM."""
 
 
-@contextlib.contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """No transformers progress bars (weight loading, shard writing) inside the block."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
+quiet_transformers = quiet_weight_loading
+"""No transformers progress bars (weight loading, shard writing) inside the block (the core's)."""
 
 
 def is_smollm2(spec: str) -> bool:

@@ -235,18 +235,17 @@ def run_vectorized(
     agents: Sequence[Agent],
     todo: Sequence[Job],
     finish: Callable[[Job, dict[str, Any]], None],
-    pool: ThreadPoolExecutor | None = None,
 ) -> None:
     """Plays ``todo`` on the sub-envs of ``vec`` (``autoreset_mode="disabled"``), in order.
 
     Sub-env ``i`` plays with ``agents[i]``; each finished slot takes the next job (reset with
     its seed), so every episode is the one a lone env plays with that seed. One vector step
     moves every running episode (one batched encoding of their utterances; coalesced LLM
-    calls). The agents of a step act at once: on ``vec.run_batched`` when it has one (a
-    :class:`~dialogue_gym.vector.VectorDialogueEnv`: agents that encode with the sub-envs'
-    encoder have their encodes batched too), else on ``pool``'s threads when given (an LLM
-    agent's requests overlap); each agent is called by one thread at a time. ``finish`` runs
-    on this thread as each episode ends.
+    calls). The agents of a step act at once, as members of the vector env's rounds
+    (:meth:`~dialogue_gym.vector.VectorDialogueEnv.run_batched`): an LLM agent's requests
+    overlap, and agents that encode with the sub-envs' encoder have their encodes batched too;
+    each agent is called by one thread at a time. ``finish`` runs on this thread as each
+    episode ends.
     """
     from dialogue_gym.vector import SubEnvError
 
@@ -272,11 +271,8 @@ def run_vectorized(
         refill(i)
     while any(slot is not None for slot in slots):
         running = [(i, slot[1]) for i, slot in enumerate(slots) if slot is not None]
-        batched = getattr(vec, "run_batched", None)
-        if batched is not None and len(running) > 1:  # agents' encodes batched like the envs'
-            chosen = batched([episode.act for _, episode in running])
-        elif pool is not None and len(running) > 1:
-            chosen = list(pool.map(lambda item: item[1].act(), running))
+        if len(running) > 1:
+            chosen = vec.run_batched([episode.act for _, episode in running])
         else:
             chosen = [episode.act() for _, episode in running]
         actions: list[Any] = [None] * vec.num_envs

@@ -371,6 +371,7 @@ def report(
             print("\npaired differences over training seeds on hard users (95% t-interval):")
             hard = {m: {s: seeds_of(m, s, "hard") for s in SYSTEMS} for m in ("sr", "rcsr")}
             diffs: dict[str, Any] = {}
+            words: dict[str, str] = {}
             for a, b in (
                 ("MASP", "planner-only"),
                 ("MASP", "SFT"),
@@ -379,7 +380,7 @@ def report(
             ):
                 for m in ("sr", "rcsr"):
                     diff, word = verdict(hard[m][a], hard[m][b])
-                    diffs[f"{a} - {b} {m}"] = diff
+                    diffs[f"{a} - {b} {m}"], words[f"{a} - {b} {m}"] = diff, word
                     print(f"  {a:>12s} − {b:13s} {m.upper():5s} {_fmt(diff)}  {word}")
             print("\nsoft→hard drop (soft − hard, paired by episode id within each seed):")
             drops = {
@@ -410,8 +411,8 @@ def report(
             rc = {s: float(np.nanmean(hard["rcsr"][s])) for s in SYSTEMS}
             parts = []
             for a, b in (("MASP", "planner-only"), ("MASP", "SFT"), ("planner-only", "SFT")):
-                diff, word = verdict(hard["rcsr"][a], hard["rcsr"][b])
-                parts.append(f"{a} > {b} {word} ({_fmt(diff)})")
+                key = f"{a} - {b} rcsr"
+                parts.append(f"{a} > {b} {words[key]} ({_fmt(diffs[key])})")
             verdicts.append(
                 f"{task} ({condition}): hard RCSR@8 MASP {rc['MASP']:.2f} / planner-only "
                 f"{rc['planner-only']:.2f} / SFT {rc['SFT']:.2f}; " + "; ".join(parts)

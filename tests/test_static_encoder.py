@@ -8,6 +8,7 @@ real default recipe from scratch and runs an env on it by name.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import json
@@ -23,6 +24,7 @@ from dialogue_gym.checkers import check_env_id
 from dialogue_gym.mind import encoders
 from dialogue_gym.mind.encoders import Encoder, make_encoder, minilm_model_dir
 from dialogue_gym.mind.minilm_assets import TokenWindow
+from dialogue_gym.validity.stats import spearman
 
 HAS_STATIC = all(
     importlib.util.find_spec(name) is not None
@@ -35,11 +37,13 @@ pytestmark = pytest.mark.skipif(
 if HAS_STATIC:
     from dialogue_gym.mind import static
     from dialogue_gym.mind.static import StaticEncoder, StaticRecipe
+    from dialogue_gym.mind.static_head import head_texts
 
     SMALL = StaticRecipe(
         pca_dims=16,
         token_remove_pattern=r"(?!\[(?:UNK|PAD|CLS|SEP|MASK)\]$)(?!##.$).{3,}|\[unused\d+\]",
     )
+    SMALL_BARE = dataclasses.replace(SMALL, head_ridge=None)
 
 TEXTS = [
     "Would you consider donating $1.50 to Save the Children today?",
@@ -69,6 +73,11 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[StaticEncoder, str]
     return _build(tmp_path_factory.mktemp("static-cache"), SMALL)
 
 
+@pytest.fixture(scope="session")
+def small_bare(tmp_path_factory: pytest.TempPathFactory) -> tuple[StaticEncoder, str]:
+    return _build(tmp_path_factory.mktemp("static-cache-bare"), SMALL_BARE)
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != "meta.json"}
 
@@ -80,13 +89,17 @@ def test_first_build_says_so_and_leaves_one_complete_folder(small) -> None:
     assert [p.name for p in root.iterdir() if not p.name.endswith(".lock")] == [encoder.path.name]
     assert sorted(p.name for p in encoder.path.iterdir()) == [
         "embeddings.npy",
+        "head.npy",
         "meta.json",
         "tokenizer.json",
     ]
     meta = json.loads((encoder.path / "meta.json").read_text())
     assert meta["window_tokens"] == 254 and meta["dtype"] == "float16"
+    assert meta["shape"][1] == 16  # the table: 16 PCA dims
+    # The head reads [mean, max] of the table's rows (+ bias) into MiniLM's 384 dims.
+    assert meta["head"]["shape"] == [33, 384] and meta["head"]["texts"] == len(head_texts())
     assert encoder.name == encoder.path.name and encoder.name.startswith("static-minilm-")
-    assert encoder.dim == 16
+    assert encoder.dim == 384
 
 
 def test_build_is_deterministic(small, tmp_path: Path) -> None:
@@ -125,12 +138,13 @@ def test_encoder_protocol_and_row_independence(small) -> None:
     np.testing.assert_array_equal(encoder.encode([""]), encoder.encode(["\u2603"]))
 
 
-def test_matches_model2vec_static_model(small) -> None:
-    """Our encode is model2vec's StaticModel.encode (normalized mean of token rows)."""
+def test_matches_model2vec_static_model(small_bare) -> None:
+    """Without a head, our encode is model2vec's StaticModel.encode (normalized token mean)."""
     from model2vec import StaticModel
     from tokenizers import Tokenizer
 
-    encoder, _ = small
+    encoder, _ = small_bare
+    assert encoder.dim == 16 and not (encoder.path / "head.npy").exists()
     vectors = np.load(encoder.path / "embeddings.npy")
     tokenizer = Tokenizer.from_file(str(encoder.path / "tokenizer.json"))
     reference = StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True)
@@ -196,6 +210,8 @@ def test_cache_problems_are_named(small, tmp_path: Path) -> None:
     shutil.copytree(encoder.path, copy)
     assert static._problem(copy, key) is None
     assert "format" in static._problem(copy, "another-key")
+    (copy / "head.npy").write_bytes(b"edited")
+    assert static._problem(copy, key) == "head.npy does not match its checksum in meta.json"
     (copy / "tokenizer.json").unlink()
     assert static._problem(copy, key) == "tokenizer.json is missing"
     (copy / "meta.json").write_text("{")
@@ -222,7 +238,18 @@ def test_cache_dir_and_key(tmp_path: Path, monkeypatch) -> None:
     default = static.static_model_dir(cache_dir=tmp_path)
     assert default.parent == tmp_path and default.name.startswith("static-minilm-")
     assert static.static_model_dir(SMALL, tmp_path) != default
+    bare = static.static_model_dir(SMALL_BARE, tmp_path)
+    assert bare != static.static_model_dir(SMALL, tmp_path)
     assert static.static_model_dir(cache_dir=tmp_path) == default  # stable
+    # The head is fitted on the cards' sentences: editing a card changes its key only.
+    monkeypatch.setattr(static, "head_texts", lambda: [*head_texts(), "An edited card line."])
+    assert static.static_model_dir(cache_dir=tmp_path) != default
+    assert static.static_model_dir(SMALL_BARE, tmp_path) == bare
+
+
+def test_recipe_rejects_a_non_positive_ridge() -> None:
+    with pytest.raises(ValueError, match="head_ridge"):
+        StaticRecipe(head_ridge=0.0)
 
 
 def test_make_encoder_names_static_in_its_error() -> None:
@@ -253,9 +280,25 @@ def test_env_runs_and_conforms_with_encoder_static(small, monkeypatch) -> None:
     )
 
 
+HELD_OUT = [
+    "Would you like to donate to the children's charity?",
+    "Could you give some money to help kids in need?",
+    "The weather in Paris was rainy last week.",
+    "I lost my job last month and I feel hopeless.",
+    "Being laid off is really hard, it makes sense you feel low.",
+    "The bike is in great condition, barely ridden.",
+    "Would you take $80 for the bicycle?",
+    "My package never arrived and nobody answers the phone.",
+    "I'm sorry the delivery went wrong, let me track it for you.",
+    "How do I know the money actually reaches the kids?",
+    "Most of each dollar goes straight to programs in the field.",
+    "I love cooking pasta on Sunday evenings.",
+]
+
+
 @pytest.mark.slow
 def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
-    """The real recipe from scratch: 256-d, semantically sensible, and an env runs on it."""
+    """The real recipe from scratch: 384-d, ranks like MiniLM, and an env runs on it."""
     monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(tmp_path))
     monkeypatch.setattr(encoders, "_SHARED", {})
     err = io.StringIO()
@@ -263,15 +306,15 @@ def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
         mp.setattr(socket.socket, "connect", _no_network)
         env = dialogue_gym.make("P4G-hard", encoder="static")
     assert "building the static encoder" in err.getvalue()
-    assert env.encoder.dim == 256 and env.encoder.name.startswith("static-minilm-")
-    rows = env.encoder.encode(
-        [
-            "Would you like to donate to the children's charity?",
-            "Could you give some money to help kids in need?",
-            "The weather in Paris was rainy last week.",
-        ]
-    )
+    assert env.encoder.dim == 384 and env.encoder.name.startswith("static-minilm-")
+    rows = env.encoder.encode(HELD_OUT)
     assert rows[0] @ rows[1] > rows[0] @ rows[2] + 0.1
+    # Texts the head never saw: pair cosines rank like MiniLM's (measured ρ 0.69; the bare
+    # token mean reaches 0.60).
+    upper = np.triu_indices(len(HELD_OUT), k=1)
+    reference = encoders.MiniLMEncoder().encode(HELD_OUT)
+    rho = spearman((rows @ rows.T)[upper], (reference @ reference.T)[upper])
+    assert rho > 0.6
     static_encoder = env.encoder.inner
     _check_window(
         static_encoder,

@@ -71,6 +71,7 @@ from dialogue_gym.mind.minilm_assets import (
     normalize_rows,
     quiet_weight_loading,
 )
+from dialogue_gym.mind.static_head import FEATURES, fit_ridge_head, head_texts, pooled_features
 
 __all__ = [
     "CACHE_ENV",
@@ -85,10 +86,11 @@ __all__ = [
 #: Environment variable naming the cache folder (see :func:`cache_root`).
 CACHE_ENV = "DIALOGUE_GYM_CACHE"
 #: Version of the on-disk layout; part of the cache key.
-FORMAT = 1
+FORMAT = 2
 _EMBEDDINGS = "embeddings.npy"
 _TOKENIZER = "tokenizer.json"
 _META = "meta.json"
+_HEAD = "head.npy"
 _PREFIX = "static-minilm-"
 _INSTALL_HINT = (
     "The static encoder needs model2vec: pip install 'dialogue-gym[minilm,static]' "
@@ -109,12 +111,20 @@ class StaticRecipe:
             build a small model quickly.
         dtype: Storage dtype of the table (``"float16"``, model2vec's default, or
             ``"float32"``); rows are float32 when encoding.
+        head_ridge: L2 penalty of the linear head fitted on MiniLM's embeddings of the cards'
+            sentences (:mod:`dialogue_gym.mind.static_head`); ``None`` reads texts as the bare
+            token mean, model2vec's own encoding.
     """
 
     pca_dims: int = 256
     sif_coefficient: float = 1e-4
     token_remove_pattern: str = r"\[unused\d+\]"
     dtype: str = "float16"
+    head_ridge: float | None = 1.0
+
+    def __post_init__(self) -> None:
+        if self.head_ridge is not None and not self.head_ridge > 0:
+            raise ValueError(f"head_ridge must be positive or None, got {self.head_ridge}")
 
 
 #: The recipe of ``encoder="static"``.
@@ -159,7 +169,8 @@ def _key_material(recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
     """Everything the built vectors depend on (cheap: the teacher's weights are not hashed).
 
     The weights file is identified by the teacher package's version and its size; the small
-    config and tokenizer files by their contents.
+    config and tokenizer files by their contents; the head's training texts (the cards'
+    sentences) by their hash, so editing a shipped card rebuilds the model.
     """
     files = {
         name: _sha256(model_dir / name)
@@ -176,7 +187,13 @@ def _key_material(recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
         },
         "model2vec": _version("model2vec"),
         "skeletoken": _version("skeletoken"),
+        "head": None if recipe.head_ridge is None else _head_material(),
     }
+
+
+def _head_material() -> dict[str, Any]:
+    texts = json.dumps(head_texts(), ensure_ascii=False).encode("utf-8")
+    return {"features": FEATURES, "texts_sha256": hashlib.sha256(texts).hexdigest()}
 
 
 def _key(material: dict[str, Any]) -> str:
@@ -208,7 +225,9 @@ def _problem(folder: Path, key: str) -> str | None:
         return f"no readable {_META} (an interrupted or foreign build)"
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
         return f"{_META} is not format {FORMAT} of key {key}"
-    for name in (_EMBEDDINGS, _TOKENIZER):
+    material = meta.get("key_material")
+    has_head = isinstance(material, dict) and material.get("head") is not None
+    for name in (_EMBEDDINGS, _TOKENIZER, *((_HEAD,) if has_head else ())):
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
@@ -308,6 +327,42 @@ def _distill(out: Path, recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]
     }
 
 
+def _fit_head(folder: Path, ridge: float, facts: dict[str, Any]) -> dict[str, Any]:
+    """Fits the linear head on MiniLM's embeddings of the cards' sentences into ``folder``.
+
+    Returns the facts for ``meta.json``: the number of texts and the shape of the head.
+    """
+    import torch
+    from tokenizers import Tokenizer
+
+    from dialogue_gym.mind.minilm import MiniLMEncoder
+
+    texts = head_texts()
+    table = np.load(folder / _EMBEDDINGS, allow_pickle=False).astype(np.float32)
+    tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
+    unk = facts.get("unk_token")
+    rows = _token_rows(
+        tokenizer, texts, int(facts["window_tokens"]), tokenizer.token_to_id(unk) if unk else None
+    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same sums in the same order on every machine
+    try:
+        targets = MiniLMEncoder().encode(texts)
+    finally:
+        torch.set_num_threads(threads)
+    head = fit_ridge_head(pooled_features(table, rows), targets, ridge)
+    np.save(folder / _HEAD, head, allow_pickle=False)
+    return {"texts": len(texts), "shape": list(head.shape), "features": FEATURES, "ridge": ridge}
+
+
+def _token_rows(
+    tokenizer: Any, texts: Sequence[str], window: int, unk: int | None
+) -> list[list[int]]:
+    """Per text, the table rows it is read from: its tokens inside the window, less UNK."""
+    encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+    return [[i for i in encoding.ids[:window] if i != unk] for encoding in encodings]
+
+
 def _fsync(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -367,7 +422,7 @@ def ensure_static_model(
             _remove(final)
         _say(
             f"building the static encoder (model2vec distillation of MiniLM, once; "
-            f"about 30 s of one CPU core) into {final} ...",
+            f"about 40 s of one CPU core) into {final} ...",
             progress,
         )
         start = time.perf_counter()
@@ -375,15 +430,19 @@ def ensure_static_model(
         try:
             tmp.chmod(0o755)  # mkdtemp's 0700 would stay on the renamed cache folder
             facts = _distill(tmp, recipe, model_dir)
+            files = [_EMBEDDINGS, _TOKENIZER]
+            if recipe.head_ridge is not None:
+                facts["head"] = _fit_head(tmp, recipe.head_ridge, facts)
+                files.append(_HEAD)
             meta = {
                 "format": FORMAT,
                 "key": key,
                 "key_material": material,
                 **facts,
-                "sha256": {name: _sha256(tmp / name) for name in (_EMBEDDINGS, _TOKENIZER)},
+                "sha256": {name: _sha256(tmp / name) for name in files},
             }
             (tmp / _META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-            for name in (_EMBEDDINGS, _TOKENIZER, _META):
+            for name in (*files, _META):
                 _fsync(tmp / name)
             os.rename(tmp, final)  # atomic: the folder appears complete or not at all
             _fsync(root)
@@ -436,8 +495,11 @@ class StaticEncoder:
         self._unk = tokenizer.token_to_id(unk) if unk else None
         self._content_tokens = int(meta["window_tokens"])
         self._window = TokenWindow(tokenizer, self._content_tokens)
+        self._head: np.ndarray | None = None
+        if meta.get("key_material", {}).get("head") is not None:
+            self._head = np.load(self.path / _HEAD, allow_pickle=False).astype(np.float32)
         self._name = self.path.name
-        self._dim = int(self._vectors.shape[1])
+        self._dim = int((self._vectors if self._head is None else self._head).shape[1])
         self._progress = progress
         self._cosine_map: CosineMap | None = None
 
@@ -453,21 +515,24 @@ class StaticEncoder:
 
     def token_ids(self, text: str) -> list[int]:
         """The table rows ``text`` is encoded from: its tokens inside the window, less UNK."""
-        ids = self._tokenizer.encode(text, add_special_tokens=False).ids[: self._content_tokens]
-        return [i for i in ids if i != self._unk]
+        return _token_rows(self._tokenizer, [text], self._content_tokens, self._unk)[0]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """See :class:`~dialogue_gym.mind.encoders.Encoder`."""
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if not texts:
-            return out
-        encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        for row, encoding in enumerate(encodings):
-            ids = [i for i in encoding.ids[: self._content_tokens] if i != self._unk]
-            if ids:
-                out[row] = self._vectors[ids].mean(axis=0)
-            else:
-                out[row, 0] = 1.0  # nothing known to read: a fixed "empty" direction
+            return np.zeros((0, self._dim), dtype=np.float32)
+        rows = _token_rows(self._tokenizer, texts, self._content_tokens, self._unk)
+        if self._head is None:
+            out = np.zeros((len(texts), self._dim), dtype=np.float32)
+            for index, ids in enumerate(rows):
+                if ids:
+                    out[index] = self._vectors[ids].mean(axis=0)
+        else:
+            out = pooled_features(self._vectors, rows) @ self._head[:-1] + self._head[-1]
+        for index, ids in enumerate(rows):
+            if not ids:  # nothing known to read: a fixed "empty" direction
+                out[index] = 0.0
+                out[index, 0] = 1.0
         return normalize_rows(out)
 
     def to_reference_cosine(self, cosines: ArrayOrFloat) -> ArrayOrFloat:

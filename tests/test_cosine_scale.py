@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dialogue_gym.cards import builtin_cards, load_card
 from dialogue_gym.mind.cosine_scale import (
     CosineMap,
     calibration_texts,
@@ -98,6 +99,15 @@ def test_calibration_texts_are_the_shipped_cards() -> None:
     assert len(groups) >= 6 and all(len(g) > 50 for g in groups)
     assert all(len(set(g)) == len(g) for g in groups)
     assert calibration_texts() == groups  # a fixed order
+    # Every line the world compares with a threshold is in: the listener's acknowledgement
+    # lines and the users' reply templates as well as the concern prototypes.
+    p4g = set(groups[builtin_cards().index("p4g")])
+    card = load_card("p4g")
+    for concern in card.concerns:
+        assert {*concern.unlock, *concern.voice, *concern.ack_partial, *concern.ack_resolved} <= p4g
+    assert all(len(t.split()) >= 3 for g in groups for t in g)
+    refusals = {t for t in card.replies["refuse"] if len(t.split()) >= 3}
+    assert card.goal in p4g and refusals and refusals <= p4g
 
 
 def test_within_card_pairs_only() -> None:

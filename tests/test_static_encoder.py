@@ -12,6 +12,7 @@ import dataclasses
 import importlib.util
 import io
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -44,6 +45,12 @@ if HAS_STATIC:
         token_remove_pattern=r"(?!\[(?:UNK|PAD|CLS|SEP|MASK)\]$)(?!##.$).{3,}|\[unused\d+\]",
     )
     SMALL_BARE = dataclasses.replace(SMALL, head_ridge=None)
+    BARE = StaticRecipe(head_ridge=None)
+
+DATA = Path(
+    os.environ.get("DIALOGUE_GYM_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "datasets"
+)
 
 TEXTS = [
     "Would you consider donating $1.50 to Save the Children today?",
@@ -284,21 +291,12 @@ HELD_OUT = [
     "Would you like to donate to the children's charity?",
     "Could you give some money to help kids in need?",
     "The weather in Paris was rainy last week.",
-    "I lost my job last month and I feel hopeless.",
-    "Being laid off is really hard, it makes sense you feel low.",
-    "The bike is in great condition, barely ridden.",
-    "Would you take $80 for the bicycle?",
-    "My package never arrived and nobody answers the phone.",
-    "I'm sorry the delivery went wrong, let me track it for you.",
-    "How do I know the money actually reaches the kids?",
-    "Most of each dollar goes straight to programs in the field.",
-    "I love cooking pasta on Sunday evenings.",
 ]
 
 
 @pytest.mark.slow
 def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
-    """The real recipe from scratch: 384-d, ranks like MiniLM, and an env runs on it."""
+    """The real recipe from scratch: 384-d, semantically sensible, and an env runs on it."""
     monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(tmp_path))
     monkeypatch.setattr(encoders, "_SHARED", {})
     err = io.StringIO()
@@ -309,18 +307,41 @@ def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
     assert env.encoder.dim == 384 and env.encoder.name.startswith("static-minilm-")
     rows = env.encoder.encode(HELD_OUT)
     assert rows[0] @ rows[1] > rows[0] @ rows[2] + 0.1
-    # Texts the head never saw: pair cosines rank like MiniLM's (measured ρ 0.69; the bare
-    # token mean reaches 0.60).
-    upper = np.triu_indices(len(HELD_OUT), k=1)
-    reference = encoders.MiniLMEncoder().encode(HELD_OUT)
-    rho = spearman((rows @ rows.T)[upper], (reference @ reference.T)[upper])
-    assert rho > 0.6
     static_encoder = env.encoder.inner
     _check_window(
         static_encoder,
         ["word " * 300, "Please give " + "a little more, " * 60 + "say $1,200 now.", "short"],
     )
     check_env_id("P4G-hard", seat_modes=("system",), views=("system",), encoder="static")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "p4g").is_dir(), reason=f"needs the P4G corpus copy at {DATA}")
+def test_the_head_ranks_real_persuader_turns_like_minilm(tmp_path: Path) -> None:
+    """On text no fit saw, the head brings the cosines much closer to MiniLM's ranking.
+
+    Real persuader turns (P4G test split) paired with the P4G card's concern prototypes, the
+    comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.73 with the
+    head, 0.39 for the bare token mean.
+    """
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.data import load_corpus
+
+    turns = [
+        turn.text
+        for dialogue in load_corpus("p4g", DATA, split="test")[:40]
+        for turn in dialogue.system_turns
+    ]
+    prototypes = [line for concern in load_card("p4g").concerns for line in concern.unlock]
+    reference = encoders.MiniLMEncoder()
+    expected = (reference.encode(turns) @ reference.encode(prototypes).T).ravel()
+    rho = {}
+    for name, recipe in (("head", static.DEFAULT_RECIPE), ("bare", BARE)):
+        encoder, _ = _build(tmp_path, recipe)
+        rho[name] = spearman(
+            (encoder.encode(turns) @ encoder.encode(prototypes).T).ravel(), expected
+        )
+    assert rho["head"] > 0.65 and rho["head"] > rho["bare"] + 0.2, rho
 
 
 def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:

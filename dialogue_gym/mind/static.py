@@ -6,7 +6,7 @@ distillation (`model2vec <https://github.com/MinishLab/model2vec>`_) runs MiniLM
 token of its own vocabulary, reduces the outputs with PCA and weights them by SIF (Zipf
 frequency estimates). A text is then read from its tokens' rows: a linear head
 (:mod:`dialogue_gym.mind.static_head`), fitted by ridge regression on MiniLM's own embeddings
-of the shipped cards' sentences, maps ``[mean, max]`` of the rows into MiniLM's 384 dimensions,
+of the shipped cards' sentences, maps ``[mean, max, min]`` of the rows into MiniLM's 384 dimensions,
 and the result is normalized. (``StaticRecipe(head_ridge=None)`` reads the bare token mean,
 model2vec's own encoding.)
 
@@ -39,8 +39,8 @@ model2vec's own encoding.)
 The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31
 mean cosine, against MiniLM's ~0.59 vs ~0.13) and ranks pairs only loosely like MiniLM (the
 cards' sentence pairs within each card: Spearman ρ 0.44; real P4G persuader turns × the P4G
-card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.74 (its own
-training pairs) and 0.73 (the persuader turns). What remains of the difference in scale is
+card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.79 (its own
+training pairs) and 0.75 (the persuader turns). What remains of the difference in scale is
 taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map onto MiniLM's scale
 fitted by quantile matching on the cards' sentences (:mod:`dialogue_gym.mind.cosine_scale`;
 fitted once with MiniLM and cached beside the model); every threshold of the users, judges and
@@ -465,7 +465,7 @@ def ensure_static_model(
 class StaticEncoder:
     """Static token embeddings distilled from MiniLM (model2vec); see the module docstring.
 
-    A text's row is the linear head applied to ``[mean, max]`` of the rows of its WordPiece
+    A text's row is the linear head applied to ``[mean, max, min]`` of the rows of its WordPiece
     tokens (``[UNK]`` dropped; the bare mean without a head), normalized, read up to MiniLM's
     254-content-token window; a text without known tokens gets a fixed unit direction. Rows
     never depend on the other texts of the call.

@@ -44,8 +44,8 @@ if HAS_STATIC:
         pca_dims=16,
         token_remove_pattern=r"(?!\[(?:UNK|PAD|CLS|SEP|MASK)\]$)(?!##.$).{3,}|\[unused\d+\]",
     )
-    SMALL_BARE = dataclasses.replace(SMALL, head_ridge=None)
-    BARE = StaticRecipe(head_ridge=None)
+    SMALL_BARE = dataclasses.replace(SMALL, head=None)
+    BARE = StaticRecipe(head=None)
 
 DATA = Path(
     os.environ.get("DIALOGUE_GYM_DATA")
@@ -103,8 +103,9 @@ def test_first_build_says_so_and_leaves_one_complete_folder(small) -> None:
     meta = json.loads((encoder.path / "meta.json").read_text())
     assert meta["window_tokens"] == 254 and meta["dtype"] == "float16"
     assert meta["shape"][1] == 16  # the table: 16 PCA dims
-    # The head reads [mean, max, min] of the table's rows (+ bias) into MiniLM's 384 dims.
-    assert meta["head"]["shape"] == [49, 384] and meta["head"]["texts"] == len(head_texts())
+    # The head reads [mean, max, min] of the table's 16-d rows into MiniLM's 384 dims.
+    assert meta["head"]["shapes"]["w1"] == [48, 256] and meta["head"]["shapes"]["bias"] == [384]
+    assert meta["head"]["texts"] == len(head_texts())
     assert encoder.name == encoder.path.name and encoder.name.startswith("static-minilm-")
     assert encoder.dim == 384
 
@@ -254,9 +255,9 @@ def test_cache_dir_and_key(tmp_path: Path, monkeypatch) -> None:
     assert static.static_model_dir(SMALL_BARE, tmp_path) == bare
 
 
-def test_recipe_rejects_a_non_positive_ridge() -> None:
-    with pytest.raises(ValueError, match="head_ridge"):
-        StaticRecipe(head_ridge=0.0)
+def test_the_head_config_is_part_of_the_key(tmp_path: Path) -> None:
+    wider = dataclasses.replace(SMALL, head=dataclasses.replace(SMALL.head, hidden=8))
+    assert static.static_model_dir(wider, tmp_path) != static.static_model_dir(SMALL, tmp_path)
 
 
 def test_make_encoder_names_static_in_its_error() -> None:
@@ -321,7 +322,7 @@ def test_the_head_ranks_real_persuader_turns_like_minilm(tmp_path: Path) -> None
     """On text no fit saw, the head brings the cosines much closer to MiniLM's ranking.
 
     Real persuader turns (P4G test split) paired with the P4G card's concern prototypes, the
-    comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.75 with the
+    comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.80 with the
     head, 0.39 for the bare token mean.
     """
     from dialogue_gym.cards import load_card
@@ -341,7 +342,7 @@ def test_the_head_ranks_real_persuader_turns_like_minilm(tmp_path: Path) -> None
         rho[name] = spearman(
             (encoder.encode(turns) @ encoder.encode(prototypes).T).ravel(), expected
         )
-    assert rho["head"] > 0.65 and rho["head"] > rho["bare"] + 0.2, rho
+    assert rho["head"] > 0.7 and rho["head"] > rho["bare"] + 0.25, rho
 
 
 def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:

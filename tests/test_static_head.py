@@ -9,6 +9,7 @@ import pytest
 
 from dialogue_gym.mind.cosine_scale import calibration_texts
 from dialogue_gym.mind.static_head import (
+    CompiledHead,
     HeadConfig,
     apply_head,
     fit_head,
@@ -103,3 +104,18 @@ def test_head_texts_are_the_cards_sentences_once_each() -> None:
     texts = head_texts()
     assert len(texts) == len(set(texts)) > 1000
     assert set(texts) == {t for group in calibration_texts() for t in group}
+
+
+@needs_torch
+def test_the_compiled_head_is_the_trained_network_row_by_row() -> None:
+    x, y = _task(2)
+    head = fit_head(x, y, HeadConfig(hidden=16, epochs=30))
+    z = (x - head["mean"]) / head["scale"]
+    expected = np.maximum(z @ head["w1"] + head["b1"], 0) @ head["w2"] + z @ head["skip"]
+    compiled = CompiledHead.from_params(head)
+    rows = compiled(x)
+    np.testing.assert_allclose(rows, expected + head["bias"], rtol=1e-4, atol=1e-4)
+    # A row never depends on the other rows of the call.
+    alone = np.concatenate([compiled(x[i : i + 1]) for i in range(5)])
+    np.testing.assert_array_equal(rows[:5], alone)
+    np.testing.assert_array_equal(compiled(x[::-1])[::-1], rows)

@@ -83,8 +83,8 @@ from dialogue_gym.mind.minilm_assets import (
 )
 from dialogue_gym.mind.static_head import (
     FEATURES,
+    CompiledHead,
     HeadConfig,
-    apply_head,
     fit_head,
     head_texts,
     pack_head,
@@ -516,13 +516,13 @@ class StaticEncoder:
         self._unk = tokenizer.token_to_id(unk) if unk else None
         self._content_tokens = int(meta["window_tokens"])
         self._window = TokenWindow(tokenizer, self._content_tokens)
-        self._head: dict[str, np.ndarray] | None = None
+        self._head: CompiledHead | None = None
         if meta.get("key_material", {}).get("head") is not None:
             flat = np.load(self.path / _HEAD, allow_pickle=False)
-            self._head = unpack_head(flat, meta["head"]["shapes"])
+            self._head = CompiledHead.from_params(unpack_head(flat, meta["head"]["shapes"]))
         self._name = self.path.name
         self._dim = int(
-            self._vectors.shape[1] if self._head is None else self._head["bias"].shape[0]
+            self._vectors.shape[1] if self._head is None else self._head.second.shape[1]
         )
         self._progress = progress
         self._cosine_map: CosineMap | None = None
@@ -552,7 +552,7 @@ class StaticEncoder:
                 if ids:
                     out[index] = self._vectors[ids].mean(axis=0)
         else:
-            out = apply_head(self._head, pooled_features(self._vectors, rows))
+            out = self._head(pooled_features(self._vectors, rows))
         for index, ids in enumerate(rows):
             if not ids:  # nothing known to read: a fixed "empty" direction
                 out[index] = 0.0

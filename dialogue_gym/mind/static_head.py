@@ -30,6 +30,7 @@ import numpy as np
 
 __all__ = [
     "FEATURES",
+    "CompiledHead",
     "HeadConfig",
     "apply_head",
     "fit_head",
@@ -103,19 +104,50 @@ def pooled_features(table: np.ndarray, rows: Sequence[Sequence[int]]) -> np.ndar
     return out
 
 
-def apply_head(head: dict[str, np.ndarray], features: np.ndarray) -> np.ndarray:
-    """The head's output (not normalized) for ``(n, f)`` features: ``(n, d)`` float32.
+@dataclass(frozen=True, eq=False)
+class CompiledHead:
+    """A trained head folded for fast one-text calls (what the encoder applies).
 
-    Rows are computed one at a time: BLAS blocks a batched product differently from a single
-    row's, and a text's embedding must not depend on the other texts of the call.
+    The feature standardization is folded into the first layer, and the first layer and the
+    skip path share one product, so a text costs two small matrix products.
+
+    Attributes:
+        first: ``(f, hidden + d)``: the ReLU layer's weights, then the skip path's.
+        first_bias: ``(hidden + d,)``: the ReLU layer's bias, then the output bias.
+        second: ``(hidden, d)``: the ReLU layer's output weights.
     """
-    x = (np.asarray(features, dtype=np.float32) - head["mean"]) / head["scale"]
-    out = np.empty((x.shape[0], head["bias"].shape[0]), dtype=np.float32)
-    for index in range(x.shape[0]):
-        row = x[index : index + 1]
-        hidden = np.maximum(row @ head["w1"] + head["b1"], 0.0)
-        out[index] = (hidden @ head["w2"] + row @ head["skip"] + head["bias"])[0]
-    return out
+
+    first: np.ndarray
+    first_bias: np.ndarray
+    second: np.ndarray
+
+    @classmethod
+    def from_params(cls, head: dict[str, np.ndarray]) -> CompiledHead:
+        """Folds the parameters of :func:`fit_head` (computed in float64, stored float32)."""
+        scale = head["scale"].astype(np.float64)[:, None]
+        weights = np.concatenate([head["w1"], head["skip"]], axis=1).astype(np.float64) / scale
+        bias = np.concatenate([head["b1"], head["bias"]]).astype(np.float64)
+        bias -= head["mean"].astype(np.float64) @ weights
+        return cls(weights.astype(np.float32), bias.astype(np.float32), head["w2"])
+
+    def __call__(self, features: np.ndarray) -> np.ndarray:
+        """The output (not normalized) for ``(n, f)`` features: ``(n, d)`` float32.
+
+        Rows are computed one at a time: BLAS blocks a batched product differently from a
+        single row's, and a text's embedding must not depend on the other texts of the call.
+        """
+        x = np.asarray(features, dtype=np.float32)
+        hidden = self.second.shape[0]
+        out = np.empty((x.shape[0], self.second.shape[1]), dtype=np.float32)
+        for index in range(x.shape[0]):
+            first = x[index] @ self.first + self.first_bias
+            out[index] = np.maximum(first[:hidden], 0.0) @ self.second + first[hidden:]
+        return out
+
+
+def apply_head(head: dict[str, np.ndarray], features: np.ndarray) -> np.ndarray:
+    """The head's output (not normalized) for ``(n, f)`` features (see :class:`CompiledHead`)."""
+    return CompiledHead.from_params(head)(features)
 
 
 def fit_head(

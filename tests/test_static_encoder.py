@@ -81,6 +81,12 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[StaticEncoder, str]
 
 
 @pytest.fixture(scope="session")
+def full_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder the slow tests share for the full-size default and bare builds."""
+    return tmp_path_factory.mktemp("static-full")
+
+
+@pytest.fixture(scope="session")
 def small_bare(tmp_path_factory: pytest.TempPathFactory) -> tuple[StaticEncoder, str]:
     return _build(tmp_path_factory.mktemp("static-cache-bare"), SMALL_BARE)
 
@@ -318,7 +324,7 @@ def test_full_default_build_runs_an_env(tmp_path: Path, monkeypatch) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (DATA / "p4g").is_dir(), reason=f"needs the P4G corpus copy at {DATA}")
-def test_the_head_ranks_real_persuader_turns_like_minilm(tmp_path: Path) -> None:
+def test_the_head_ranks_real_persuader_turns_like_minilm(full_cache: Path) -> None:
     """On text no fit saw, the head brings the cosines much closer to MiniLM's ranking.
 
     Real persuader turns (P4G test split) paired with the P4G card's concern prototypes, the
@@ -338,11 +344,30 @@ def test_the_head_ranks_real_persuader_turns_like_minilm(tmp_path: Path) -> None
     expected = (reference.encode(turns) @ reference.encode(prototypes).T).ravel()
     rho = {}
     for name, recipe in (("head", static.DEFAULT_RECIPE), ("bare", BARE)):
-        encoder, _ = _build(tmp_path, recipe)
+        encoder, _ = _build(full_cache, recipe)
         rho[name] = spearman(
             (encoder.encode(turns) @ encoder.encode(prototypes).T).ravel(), expected
         )
     assert rho["head"] > 0.7 and rho["head"] > rho["bare"] + 0.25, rho
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "p4g").is_dir(), reason=f"needs the corpus copies at {DATA}")
+def test_the_fidelity_benchmark_runs(full_cache: Path, monkeypatch, capsys) -> None:
+    import runpy
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "static_fidelity.py"
+    monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(full_cache))
+    monkeypatch.setattr(sys, "argv", [str(script), "--data", str(DATA), "--turns", "30"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(script), run_name="__main__")
+    assert exit_info.value.code == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()}
+    assert set(rows) >= {"p4g", "esconv", "cb", "ed"}
+    for corpus in ("p4g", "esconv", "cb", "ed"):
+        rho_head, rho_bare = float(rows[corpus][2]), float(rows[corpus][3])
+        assert -1.0 <= rho_bare <= 1.0 and -1.0 <= rho_head <= 1.0
 
 
 def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:

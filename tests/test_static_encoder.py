@@ -111,7 +111,7 @@ def test_first_build_says_so_and_leaves_one_complete_folder(small) -> None:
     assert meta["shape"][1] == 16  # the table: 16 PCA dims
     # The head reads [mean, max, min] of the table's 16-d rows into MiniLM's 384 dims.
     assert meta["head"]["shapes"]["w1"] == [48, 256] and meta["head"]["shapes"]["bias"] == [384]
-    assert meta["head"]["texts"] == len(head_texts())
+    assert meta["head"]["texts"] == len(head_texts(SMALL.head.pairs, SMALL.head.seed))
     assert encoder.name == encoder.path.name and encoder.name.startswith("static-minilm-")
     assert encoder.dim == 384
 
@@ -256,7 +256,8 @@ def test_cache_dir_and_key(tmp_path: Path, monkeypatch) -> None:
     assert bare != static.static_model_dir(SMALL, tmp_path)
     assert static.static_model_dir(cache_dir=tmp_path) == default  # stable
     # The head is fitted on the cards' sentences: editing a card changes its key only.
-    monkeypatch.setattr(static, "head_texts", lambda: [*head_texts(), "An edited card line."])
+    edited = lambda *args: [*head_texts(*args), "An edited card line."]  # noqa: E731
+    monkeypatch.setattr(static, "head_texts", edited)
     assert static.static_model_dir(cache_dir=tmp_path) != default
     assert static.static_model_dir(SMALL_BARE, tmp_path) == bare
 

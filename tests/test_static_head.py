@@ -106,6 +106,26 @@ def test_head_texts_are_the_cards_sentences_once_each() -> None:
     assert set(texts) == {t for group in calibration_texts() for t in group}
 
 
+def test_head_pairs_join_two_sentences_of_one_card() -> None:
+    groups = calibration_texts()
+    singles = head_texts()
+    texts = head_texts(pairs=2, seed=3)
+    assert texts[: len(singles)] == singles  # the sentences first, in card order
+    assert texts == head_texts(pairs=2, seed=3)  # seeded
+    assert texts != head_texts(pairs=2, seed=4)
+    extra = texts[len(singles) :]
+    assert len(extra) == len(set(extra)) > 1.9 * len(singles)
+    cards = [set(group) for group in groups]
+    for text in extra[:: max(1, len(extra) // 300)]:
+        splits = [(text[:cut], text[cut + 1 :]) for cut in range(len(text)) if text[cut] == " "]
+        assert any(a != b and a in card and b in card for a, b in splits for card in cards), text
+
+
+def test_bad_pairs_are_refused() -> None:
+    with pytest.raises(ValueError, match="pairs >= 0"):
+        HeadConfig(pairs=-1)
+
+
 @needs_torch
 def test_the_compiled_head_is_the_trained_network_row_by_row() -> None:
     x, y = _task(2)

@@ -205,12 +205,12 @@ def _key_material(recipe: StaticRecipe, model_dir: Path) -> dict[str, Any]:
         },
         "model2vec": _version("model2vec"),
         "skeletoken": _version("skeletoken"),
-        "head": None if recipe.head is None else _head_material(),
+        "head": None if recipe.head is None else _head_material(recipe.head),
     }
 
 
-def _head_material() -> dict[str, Any]:
-    texts = json.dumps(head_texts(), ensure_ascii=False).encode("utf-8")
+def _head_material(config: HeadConfig) -> dict[str, Any]:
+    texts = json.dumps(head_texts(config.pairs, config.seed), ensure_ascii=False).encode()
     return {"features": FEATURES, "texts_sha256": hashlib.sha256(texts).hexdigest()}
 
 
@@ -355,7 +355,7 @@ def _fit_head(folder: Path, config: HeadConfig, facts: dict[str, Any]) -> dict[s
 
     from dialogue_gym.mind.minilm import MiniLMEncoder
 
-    texts = head_texts()
+    texts = head_texts(config.pairs, config.seed)
     table = np.load(folder / _EMBEDDINGS, allow_pickle=False).astype(np.float32)
     tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
     unk = facts.get("unk_token")

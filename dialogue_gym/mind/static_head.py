@@ -23,6 +23,7 @@ whose bytes do not depend on when it was written.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,7 +57,11 @@ class HeadConfig:
         epochs: Full-batch AdamW steps.
         learning_rate: AdamW learning rate.
         weight_decay: AdamW weight decay.
-        seed: Seed of the initial weights.
+        seed: Seed of the initial weights and of the sentence pairs.
+        pairs: Per card sentence, how many two-sentence texts (it, then another sentence of
+            the same card) join the training texts (:func:`head_texts`). A turn is often
+            several sentences; without pairs the head learns single sentences only and reads
+            real multi-sentence turns further from MiniLM.
     """
 
     hidden: int = 256
@@ -64,23 +69,47 @@ class HeadConfig:
     learning_rate: float = 3e-3
     weight_decay: float = 1e-2
     seed: int = 0
+    pairs: int = 0
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.epochs < 1:
             raise ValueError(f"a head needs hidden >= 1 and epochs >= 1, got {self}")
+        if self.pairs < 0:
+            raise ValueError(f"a head needs pairs >= 0, got {self}")
         if not self.learning_rate > 0 or self.weight_decay < 0:
             raise ValueError(f"a head needs learning_rate > 0 and weight_decay >= 0, got {self}")
 
 
-def head_texts() -> list[str]:
-    """The head's training texts: every shipped card's sentences, deduplicated, in card order.
+def head_texts(pairs: int = 0, seed: int = 0) -> list[str]:
+    """The head's training texts: every shipped card's sentences, then sentence pairs.
 
-    The same sentences as the cosine map's calibration set
-    (:func:`dialogue_gym.mind.cosine_scale.calibration_texts`), flattened.
+    The sentences are the cosine map's calibration set
+    (:func:`dialogue_gym.mind.cosine_scale.calibration_texts`), flattened, deduplicated, in
+    card order. Then, per card and per sentence, ``pairs`` texts made of that sentence and
+    another sentence of the same card (drawn with ``random.Random(seed)``, joined by a
+    space), deduplicated. Only card text is used: no corpus, agent or benchmark text.
+
+    Args:
+        pairs: Two-sentence texts per sentence (``HeadConfig.pairs``).
+        seed: Seed of the draw.
+
+    Returns:
+        The texts, the same list for the same arguments and cards.
     """
     from dialogue_gym.mind.cosine_scale import calibration_texts
 
-    return list(dict.fromkeys(text for group in calibration_texts() for text in group))
+    groups = calibration_texts()
+    texts = [text for group in groups for text in group]
+    rng = random.Random(seed)
+    for group in groups:
+        if len(group) < 2:
+            continue
+        for first in group:
+            for _ in range(pairs):
+                second = group[rng.randrange(len(group) - 1)]
+                second = group[-1] if second == first else second
+                texts.append(f"{first} {second}")
+    return list(dict.fromkeys(texts))
 
 
 def pooled_features(table: np.ndarray, rows: Sequence[Sequence[int]]) -> np.ndarray:

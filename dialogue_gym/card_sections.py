@@ -108,6 +108,9 @@ class CorpusSpec:
         planner_format: The corpus format with strategy labels the planner reads (``None``:
             the loader's choice).
         label_aliases: Corpus strategy label → card strategy name, beyond identical names.
+        ask_reader: A calibration table whose ask detector the users read besides the card's
+            ``ask`` cues (a key of :data:`dialogue_gym.calibration.ASK_DETECTORS`, e.g.
+            ``"p4g"``): a system turn is an ask when either says so. ``None``: the cues only.
     """
 
     name: str
@@ -115,6 +118,7 @@ class CorpusSpec:
     sft_format: str | None = None
     planner_format: str | None = None
     label_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    ask_reader: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,7 +221,9 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
     where = "corpus"
     section = schema.table(data, "corpus", "")
     _known_keys(
-        section, where, ("name", "train_split", "sft_format", "planner_format", "label_aliases")
+        section,
+        where,
+        ("name", "train_split", "sft_format", "planner_format", "label_aliases", "ask_reader"),
     )
     name = schema.text(section, "name", where, empty=False)
     if name not in CORPORA:
@@ -236,6 +242,15 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
     aliases = {
         str(label): schema.text(alias_table, label, "corpus.label_aliases") for label in alias_table
     }
+    ask_reader = None
+    if "ask_reader" in section:
+        ask_reader = schema.text(section, "ask_reader", where, empty=False)
+        from dialogue_gym.calibration import ASK_DETECTORS  # only for cards that name one
+
+        if ask_reader not in ASK_DETECTORS:
+            raise CardError(
+                f"corpus.ask_reader: no ask detector {ask_reader!r}; known: {sorted(ASK_DETECTORS)}"
+            )
     for label, strategy in aliases.items():
         if strategy not in strategy_names:
             raise CardError(
@@ -248,6 +263,7 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
         sft_format=chosen["sft_format"],
         planner_format=chosen["planner_format"],
         label_aliases=aliases,
+        ask_reader=ask_reader,
     )
 
 

@@ -10,9 +10,14 @@ Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges;
 (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC 4.0 data: not shipped,
 fitted by the validator on the train split it loads). The readers are word/bigram linear models
 (:mod:`dialogue_gym.calibration.text_reader`).
+
+:data:`ASK_DETECTORS`: the learned detectors of a system turn that asks for the goal, by table
+name; a card turns one on for its users with ``[corpus] ask_reader`` (the P4G card does).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from dialogue_gym.calibration import cb, esconv, p4g
 from dialogue_gym.calibration.fit import (
@@ -29,7 +34,13 @@ from dialogue_gym.calibration.fit import (
     write_table,
 )
 
+ASK_DETECTORS: Mapping[str, Callable[[], Callable[[str], bool]]] = {
+    "p4g": p4g.shipped_ask_detector,
+}
+"""Table name → a function returning its shipped ask detector (text → is it an ask)."""
+
 __all__ = [
+    "ASK_DETECTORS",
     "FITTERS",
     "TRAIN",
     "CalibrationError",

@@ -1,4 +1,4 @@
-"""Persuasion for Good: a reader of the persuadee's stance, learned from the annotated acts.
+"""Persuasion for Good: readers of the persuadee's stance and of the persuader's asks.
 
 The embedded success judge reads a reply's stance with the card's cue regexes. For a real
 persuadee they find ``agree`` in a quarter of the dialogues although over half donated: "I
@@ -32,7 +32,21 @@ last two or three replies together, did not help. Of the two settings, 0.001 rea
 statements more confidently ("Sure, put me down for $1.00." → three ``agree`` votes; at 0.01
 one of them is ``neutral``).
 
-The table (``tables/p4g.json``) holds the act → stance rule, the label counts and the reader
+**Asks.** The simulated persuadee decides only when it is asked, and the card's ``ask`` cue
+regexes miss many ways real persuaders ask ("I would love for you to donate part of your
+earnings to Save the Children"): 44 of 117 real donors of the held-out dialogues were never
+asked in a way the cues see. On the annotated persuader turns of the held-out splits (valid /
+test: 39 / 49 asks) the cues find 62 % / 61 % of the asks (precision 0.86 / 0.86), the detector
+72 % / 63 % (0.82 / 0.86), either 79 % / 69 % (0.78 / 0.77). The same kind of reader, fitted on the annotated train persuader turns (their
+``er_label_1`` acts), learns an ask from text: a turn is an ``ask`` when any of its acts is in
+:data:`ASK_ACTS` (``proposition-of-donation``, ``ask-donation-amount``, ``ask-donate-more``:
+the three the card's ``[corpus] label_aliases`` map to its asking strategy), else ``other``.
+:class:`AskDetector` calls a turn an ask at P(ask) >= :data:`ASK_THRESHOLD` (0.5, the
+reader's own decision; not tuned). Cards name the table in ``[corpus] ask_reader`` and the
+users then treat a turn as an ask when either the cues or the detector say so
+(:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`).
+
+The table (``tables/p4g.json``) holds the act → stance rule, the label counts and both readers
 (vocabulary, per-class weights, biases: aggregate numbers, no dialogue text beyond the words
 and word pairs of the vocabulary). P4G is Apache-2.0, so it ships.
 """
@@ -52,13 +66,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGREE_ACTS",
+    "ASK_ACTS",
+    "ASK_THRESHOLD",
     "ITERATIONS",
     "L2",
     "MIN_DF",
     "POSITIVE_ACTS",
     "REFUSE_ACTS",
+    "AskDetector",
     "PersuadeeReader",
     "fit_p4g",
+    "shipped_ask_detector",
     "shipped_reader",
     "turn_stance",
 ]
@@ -66,6 +84,8 @@ __all__ = [
 AGREE_ACTS = frozenset({"agree-donation", "provide-donation-amount", "confirm-donation"})
 REFUSE_ACTS = frozenset({"disagree-donation", "disagree-donation-more"})
 POSITIVE_ACTS = frozenset({"positive-reaction-to-donation"})
+ASK_ACTS = frozenset({"proposition-of-donation", "ask-donation-amount", "ask-donate-more"})
+ASK_THRESHOLD = 0.5
 L2 = 1e-3
 ITERATIONS = 400
 MIN_DF = 3
@@ -86,16 +106,18 @@ def turn_stance(turn: Turn) -> str:
 @register(
     "p4g",
     corpus="p4g",
-    version=1,
-    description="persuadee stance reader (words/bigrams -> refused/neutral/positive/agree)",
+    version=2,
+    description="persuadee stance reader (refused/neutral/positive/agree) and persuader ask reader",
     format="annotated",
 )
 def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
-    """Fits the persuadee stance reader on annotated P4G train dialogues (module docstring).
+    """Fits the persuadee stance and persuader ask readers on annotated P4G train dialogues.
+
+    See the module docstring for the labels.
 
     Raises:
         CalibrationError: No annotated persuadee turns (e.g. the unlabelled FullData format),
-            or a stance without any example.
+            a stance without any example, or no annotated ask or non-ask persuader turn.
     """
     texts: list[str] = []
     labels: list[str] = []
@@ -122,6 +144,30 @@ def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
         "turns": {"n": len(texts), "by_stance": {s: counts[s] for s in STANCES}},
         "fit": {"l2": L2, "iterations": ITERATIONS, "min_df": MIN_DF},
         "reader": reader.to_table(),
+        "ask": _fit_asks(dialogues),
+    }
+
+
+def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+    """The ask reader's part of the table: its rule, label counts and reader."""
+    texts: list[str] = []
+    labels: list[str] = []
+    for dialogue in dialogues:
+        for turn in dialogue.turns:
+            if turn.role == "system" and turn.acts and turn.text:
+                texts.append(turn.text)
+                labels.append("ask" if ASK_ACTS & set(turn.acts) else "other")
+    counts = Counter(labels)
+    if counts["ask"] == 0 or counts["other"] == 0:
+        raise CalibrationError(f"p4g: the ask reader needs ask and other turns, got {dict(counts)}")
+    reader = fit_softmax(
+        texts, labels, ("ask", "other"), l2=L2, iterations=ITERATIONS, min_df=MIN_DF
+    )
+    return {
+        "rule": {"ask": sorted(ASK_ACTS), "other": "every other act"},
+        "turns": {"n": len(texts), "ask": counts["ask"], "other": counts["other"]},
+        "threshold": ASK_THRESHOLD,
+        "reader": reader.to_table(),
     }
 
 
@@ -142,6 +188,42 @@ class PersuadeeReader:
         """Stance → probability of the last user reply in ``history`` (``(role, text)``)."""
         reply = next((text for role, text in reversed(history) if role == "user"), "")
         return self.reader.probabilities(reply)
+
+
+class AskDetector:
+    """Whether a persuader's turn asks for the donation, by the fitted ask reader.
+
+    Args:
+        table: A ``p4g`` calibration table (:func:`fit_p4g`'s, with provenance).
+
+    Raises:
+        CalibrationError: The table has no usable ask reader (e.g. one the version 1 fitter
+            wrote: rerun ``dialogue-gym data fit p4g``).
+    """
+
+    def __init__(self, table: Mapping[str, Any]) -> None:
+        try:
+            part = table["parameters"]["ask"]
+            self.reader = TextReader.from_table(part["reader"])
+            self.threshold = float(part["threshold"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"p4g table: no usable ask reader ({exc})") from None
+        if "ask" not in self.reader.classes:
+            raise CalibrationError("p4g table: the ask reader has no 'ask' class")
+
+    def probability(self, text: str) -> float:
+        """P(``text`` asks for the donation)."""
+        return self.reader.probabilities(text)["ask"]
+
+    def __call__(self, text: str) -> bool:
+        """Whether ``text`` asks for the donation (P(ask) >= the table's threshold)."""
+        return self.probability(text) >= self.threshold
+
+
+@functools.cache
+def shipped_ask_detector() -> AskDetector:
+    """The ask detector of the shipped ``tables/p4g.json`` (read once)."""
+    return AskDetector(shipped_table("p4g"))
 
 
 @functools.cache

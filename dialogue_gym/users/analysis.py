@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -53,6 +54,19 @@ class Perception:
     view: str = ""
 
 
+def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
+    """The learned ask detector the card names in ``[corpus] ask_reader``, or ``None``.
+
+    Raises:
+        CalibrationError: The named table has no usable ask reader.
+    """
+    if card.corpus is None or card.corpus.ask_reader is None:
+        return None
+    from dialogue_gym.calibration import ASK_DETECTORS  # loads only for cards that name one
+
+    return ASK_DETECTORS[card.corpus.ask_reader]()
+
+
 class UtteranceAnalyzer:
     """Scores utterances against a card's prototypes with one encoder call per utterance.
 
@@ -77,6 +91,9 @@ class UtteranceAnalyzer:
         off_topic_threshold: Similarity to the task (domain and concern prototypes) below
             which a turn without task cues is off-topic.
         scoring: ``"centroid"`` or ``"max"`` (see above).
+        ask_detector: A learned reader of asks (text → whether it asks for the goal), read
+            besides the card's ``ask`` cues: a turn is an ask when either says so. The users
+            pass the card's (:func:`card_ask_detector`); ``None``: the cues only.
 
     Raises:
         ValueError: Unknown ``scoring``.
@@ -89,6 +106,7 @@ class UtteranceAnalyzer:
         cue_bonus: float = 0.15,
         off_topic_threshold: float = 0.25,
         scoring: str = "max",
+        ask_detector: Callable[[str], bool] | None = None,
     ) -> None:
         if scoring not in ("centroid", "max"):
             raise ValueError(f"scoring must be 'centroid' or 'max', got {scoring!r}")
@@ -97,6 +115,7 @@ class UtteranceAnalyzer:
         self.cue_bonus = cue_bonus
         self.off_topic_threshold = off_topic_threshold
         self.scoring = scoring
+        self.ask_detector = ask_detector
         texts: list[str] = []
         self._slices: dict[tuple[str, str], slice] = {}
         for concern in card.concerns:
@@ -180,6 +199,8 @@ class UtteranceAnalyzer:
             anti[concern.id] = a
         domain = float(sims[self._slices[("domain", "")]].max())
         ask = self._cue("ask", cues)
+        # The detector reads the same view as every other reader of the turn.
+        ask = ask or (self.ask_detector is not None and self.ask_detector(view))
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)
         greeting = self._cue("greeting", cues)

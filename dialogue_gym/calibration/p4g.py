@@ -35,16 +35,17 @@ one of them is ``neutral``).
 **Asks.** The simulated persuadee decides only when it is asked, and the card's ``ask`` cue
 regexes miss many ways real persuaders ask ("I would love for you to donate part of your
 earnings to Save the Children"): 44 of 117 real donors of the held-out dialogues were never
-asked in a way the cues see. On the annotated persuader turns of the held-out splits (valid /
-test: 39 / 49 asks) the cues find 62 % / 61 % of the asks (precision 0.86 / 0.86), the detector
-72 % / 63 % (0.82 / 0.86), either 79 % / 69 % (0.78 / 0.77). The same kind of reader, fitted on the annotated train persuader turns (their
-``er_label_1`` acts), learns an ask from text: a turn is an ``ask`` when any of its acts is in
-:data:`ASK_ACTS` (``proposition-of-donation``, ``ask-donation-amount``, ``ask-donate-more``:
-the three the card's ``[corpus] label_aliases`` map to its asking strategy), else ``other``.
-:class:`AskDetector` calls a turn an ask at P(ask) >= :data:`ASK_THRESHOLD` (0.5, the
-reader's own decision; not tuned). Cards name the table in ``[corpus] ask_reader`` and the
-users then treat a turn as an ask when either the cues or the detector say so
-(:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`).
+asked in a way the cues see. The same kind of reader, fitted on the annotated train persuader
+turns (their ``er_label_1`` acts), learns an ask from text: a turn is an ``ask`` when any of
+its acts is in :data:`ASK_ACTS` (``proposition-of-donation``, ``ask-donation-amount``,
+``ask-donate-more``: the three the card's ``[corpus] label_aliases`` map to its asking
+strategy), else ``other``. :class:`AskDetector` calls a turn an ask at P(ask) >=
+:data:`ASK_THRESHOLD` (0.5, the reader's own decision; not tuned). Cards name the table in
+``[corpus] ask_reader`` and the users then treat a turn as an ask when either the cues or the
+detector say so (:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`). On the annotated
+persuader turns of the held-out splits (valid / test: 39 / 49 asks) the cues find 62 % / 61 %
+of the asks (precision 0.86 / 0.86), the detector 72 % / 63 % (0.82 / 0.86), either 79 % /
+69 % (0.78 / 0.77).
 
 The table (``tables/p4g.json``) holds the act → stance rule, the label counts and both readers
 (vocabulary, per-class weights, biases: aggregate numbers, no dialogue text beyond the words

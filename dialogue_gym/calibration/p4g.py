@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dialogue_gym.calibration.fit import CalibrationError, register, shipped_table
@@ -120,13 +120,7 @@ def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
         CalibrationError: No annotated persuadee turns (e.g. the unlabelled FullData format),
             a stance without any example, or no annotated ask or non-ask persuader turn.
     """
-    texts: list[str] = []
-    labels: list[str] = []
-    for dialogue in dialogues:
-        for turn in dialogue.turns:
-            if turn.role == "user" and turn.acts and turn.text:
-                texts.append(turn.text)
-                labels.append(turn_stance(turn))
+    texts, labels = _labelled_turns(dialogues, "user", turn_stance)
     if not texts:
         raise CalibrationError(
             "p4g: no annotated persuadee turns; fit the annotated format (300_dialog.csv)"
@@ -151,13 +145,9 @@ def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
 
 def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     """The ask reader's part of the table: its rule, label counts and reader."""
-    texts: list[str] = []
-    labels: list[str] = []
-    for dialogue in dialogues:
-        for turn in dialogue.turns:
-            if turn.role == "system" and turn.acts and turn.text:
-                texts.append(turn.text)
-                labels.append("ask" if ASK_ACTS & set(turn.acts) else "other")
+    texts, labels = _labelled_turns(
+        dialogues, "system", lambda turn: "ask" if ASK_ACTS & set(turn.acts) else "other"
+    )
     counts = Counter(labels)
     if counts["ask"] == 0 or counts["other"] == 0:
         raise CalibrationError(f"p4g: the ask reader needs ask and other turns, got {dict(counts)}")
@@ -170,6 +160,20 @@ def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
         "threshold": ASK_THRESHOLD,
         "reader": reader.to_table(),
     }
+
+
+def _labelled_turns(
+    dialogues: Sequence[Dialogue], role: str, label: Callable[[Turn], str]
+) -> tuple[list[str], list[str]]:
+    """The texts of ``role``'s annotated, non-empty turns and their labels."""
+    texts: list[str] = []
+    labels: list[str] = []
+    for dialogue in dialogues:
+        for turn in dialogue.turns:
+            if turn.role == role and turn.acts and turn.text:
+                texts.append(turn.text)
+                labels.append(label(turn))
+    return texts, labels
 
 
 class PersuadeeReader:

@@ -6,10 +6,10 @@ numbers with their provenance; the shipped defaults (``tables/<task>.json``) are
 recomputed by rerunning it on the project's data root. Held-out dialogues never enter a fit.
 
 Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges; ``p4g``
-(:mod:`dialogue_gym.calibration.p4g`), the persuadee stance reader (shipped); ``esconv``
-(:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC 4.0 data: not shipped,
-fitted by the validator on the train split it loads). The readers are word/bigram linear models
-(:mod:`dialogue_gym.calibration.text_reader`).
+(:mod:`dialogue_gym.calibration.p4g`), the persuadee stance and persuader ask readers
+(shipped); ``esconv`` (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC
+4.0 data: not shipped, fitted by the validator on the train split it loads). The readers are
+word/bigram linear models (:mod:`dialogue_gym.calibration.text_reader`).
 
 :data:`ASK_DETECTORS`: the learned detectors of a system turn that asks for the goal, by table
 name; a card turns one on for its users with ``[corpus] ask_reader`` (the P4G card does).

@@ -80,9 +80,7 @@ def test_the_users_read_an_ask_when_cues_or_detector_say_so() -> None:
     card = load_card("p4g")
     encoder = HashingEncoder()
     cues_only = UtteranceAnalyzer(card, encoder, scoring="centroid")
-    both = UtteranceAnalyzer(
-        card, encoder, scoring="centroid", ask_detector=card_ask_detector(card)
-    )
+    both = UtteranceAnalyzer.for_user(card, encoder)
     assert not cues_only.perceive(UNCUED_ASK).ask
     perceived = both.perceive(UNCUED_ASK)
     assert perceived.ask and not perceived.off_topic

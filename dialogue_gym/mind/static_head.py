@@ -16,7 +16,7 @@ agent, corpus or outcome: its only target is MiniLM's embedding of the card sent
 head makes the static encoder a closer copy of MiniLM and nothing else.
 
 Training is full-batch AdamW from a seeded initialization on one torch thread, so it is
-deterministic on a given software stack; encoding needs only numpy (:func:`apply_head`). The
+deterministic on a given software stack; encoding needs only numpy (:class:`CompiledHead`). The
 parameters are stored as one flat float32 vector (:func:`pack_head` / :func:`unpack_head`),
 whose bytes do not depend on when it was written.
 """

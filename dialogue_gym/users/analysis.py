@@ -93,7 +93,7 @@ class UtteranceAnalyzer:
         scoring: ``"centroid"`` or ``"max"`` (see above).
         ask_detector: A learned reader of asks (text → whether it asks for the goal), read
             besides the card's ``ask`` cues: a turn is an ask when either says so. The users
-            pass the card's (:func:`card_ask_detector`); ``None``: the cues only.
+            use the card's (:meth:`for_user`); ``None``: the cues only.
 
     Raises:
         ValueError: Unknown ``scoring``.
@@ -152,6 +152,14 @@ class UtteranceAnalyzer:
         if templates:
             floor = float(self._relevance(np.asarray(encoder.encode(templates))).min())
             self.off_topic_threshold = min(off_topic_threshold, 0.9 * floor)
+
+    @classmethod
+    def for_user(cls, card: TaskCard, encoder: Encoder) -> UtteranceAnalyzer:
+        """How the embedded users perceive a turn: meaning-scored, with the card's detector.
+
+        ``scoring="centroid"`` and the ask detector the card names (:func:`card_ask_detector`).
+        """
+        return cls(card, encoder, scoring="centroid", ask_detector=card_ask_detector(card))
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:
         """Max similarity of each row to any prototype (domain, unlock or anti-pattern)."""

@@ -25,7 +25,7 @@ from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer, card_ask_detector
+from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserTurn
 from dialogue_gym.users.latent_state import success_stances, toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
@@ -92,9 +92,7 @@ class CognitiveUser(ReplyWording):
             preset = card_preset(card, preset)
         self.card = card
         self.preset = preset
-        self.analyzer = UtteranceAnalyzer(
-            card, encoder, scoring="centroid", ask_detector=card_ask_detector(card)
-        )
+        self.analyzer = UtteranceAnalyzer.for_user(card, encoder)
         self.personas = personas if personas is not None else persona_bank(card)
         if not self.personas:
             raise ValueError("the persona pool is empty")

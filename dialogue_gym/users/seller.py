@@ -56,7 +56,7 @@ from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, offer_in
 from dialogue_gym.stance import classify_stance
-from dialogue_gym.users.analysis import UtteranceAnalyzer, card_ask_detector
+from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.latent_state import toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
@@ -141,9 +141,7 @@ class SellerUser(SellerDynamics):
             raise CardError(f"card {card.id!r}: seller.mind is missing {sorted(missing)}")
         self.card = card
         self.preset = preset
-        self.analyzer = UtteranceAnalyzer(
-            card, encoder, scoring="centroid", ask_detector=card_ask_detector(card)
-        )
+        self.analyzer = UtteranceAnalyzer.for_user(card, encoder)
         self.personas = personas if personas is not None else persona_bank(card)
         self.listings = listings if listings is not None else listing_bank(card)
         if not self.personas or not self.listings:

@@ -152,12 +152,33 @@ def _check(table: Any, where: str) -> dict[str, Any]:
 
 
 def write_table(table: Mapping[str, Any], out: str | Path) -> Path:
-    """Writes ``table`` to ``out/<task>.json`` (sorted keys: rerunning gives the same bytes)."""
+    """Writes ``table`` to ``out/<task>.json`` (sorted keys: rerunning gives the same bytes).
+
+    Objects are indented one key per line; a list of plain values (a reader's weights or
+    vocabulary) goes on one line, which keeps the readers' tables about half as large.
+    """
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_check(dict(table), 'write_table')['task']}.json"
-    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(_dumps(table, 0) + "\n", encoding="utf-8")
     return path
+
+
+def _dumps(value: Any, depth: int) -> str:
+    """``value`` as JSON: objects one key per line (sorted), lists of plain values on one line."""
+    inner = " " * (depth + 1)
+    if isinstance(value, Mapping) and value:
+        items = (
+            f"{inner}{json.dumps(str(key))}: {_dumps(value[key], depth + 1)}"
+            for key in sorted(value)
+        )
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    if isinstance(value, list | tuple) and any(
+        isinstance(v, Mapping | list | tuple) for v in value
+    ):
+        items = (f"{inner}{_dumps(v, depth + 1)}" for v in value)
+        return "[\n" + ",\n".join(items) + "\n" + " " * depth + "]"
+    return json.dumps(value)
 
 
 def load_table(path: str | Path) -> dict[str, Any]:

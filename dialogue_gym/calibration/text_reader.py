@@ -38,6 +38,7 @@ __all__ = [
     "features",
     "fit_ridge",
     "fit_softmax",
+    "fit_softmax_many",
     "quantile_votes",
 ]
 
@@ -212,20 +213,60 @@ def fit_softmax(
     Raises:
         ValueError: Lengths differ, a label is not a class, or a class has no example.
     """
-    if len(texts) != len(labels):
-        raise ValueError("texts and labels differ in length")
-    index = {c: i for i, c in enumerate(classes)}
-    unknown = sorted({y for y in labels if y not in index})
-    if unknown:
-        raise ValueError(f"labels outside the classes {list(classes)}: {unknown}")
-    y = np.zeros((len(labels), len(classes)))
-    y[np.arange(len(labels)), [index[v] for v in labels]] = 1.0
-    if (y.sum(axis=0) == 0).any():
-        raise ValueError("every class needs at least one training example")
+    (reader,) = fit_softmax_many(
+        texts, [(labels, classes)], l2=l2, iterations=iterations, min_df=min_df
+    )
+    return reader
+
+
+def fit_softmax_many(
+    texts: Sequence[str],
+    tasks: Sequence[tuple[Sequence[str], Sequence[str]]],
+    *,
+    l2: float = 1e-3,
+    iterations: int = 400,
+    min_df: int = 3,
+) -> list[TextReader]:
+    """Fits one softmax reader per ``(labels, classes)`` task over the same texts, at once.
+
+    Each task is fitted exactly as :func:`fit_softmax` would fit it alone (the tasks share
+    the features and the step size, and nothing else): the design matrix, the costly part,
+    is read once per step for all of them.
+
+    Args:
+        texts: The training texts.
+        tasks: Per reader, one class of its ``classes`` per text and the class names.
+        l2: L2 penalty on the weights (not the biases), per example.
+        iterations: Steps of accelerated gradient descent (fixed: the fit is deterministic).
+        min_df: Fewest training texts a feature must occur in.
+
+    Raises:
+        ValueError: No task, lengths differ, a label is not a class, or a class has no example.
+    """
+    if not tasks:
+        raise ValueError("fit_softmax_many needs at least one task")
+    blocks: list[slice] = []
+    targets: list[np.ndarray] = []
+    for labels, classes in tasks:
+        if len(texts) != len(labels):
+            raise ValueError("texts and labels differ in length")
+        index = {c: i for i, c in enumerate(classes)}
+        unknown = sorted({y for y in labels if y not in index})
+        if unknown:
+            raise ValueError(f"labels outside the classes {list(classes)}: {unknown}")
+        y = np.zeros((len(labels), len(classes)))
+        y[np.arange(len(labels)), [index[v] for v in labels]] = 1.0
+        if (y.sum(axis=0) == 0).any():
+            raise ValueError("every class needs at least one training example")
+        start = sum(t.shape[1] for t in targets)
+        blocks.append(slice(start, start + len(classes)))
+        targets.append(y)
+    y = np.concatenate(targets, axis=1)
     vocabulary, x = _design(texts, min_df)
     n = len(texts)
     prior = y.mean(axis=0)
-    w, b = np.zeros((x.shape[1], len(classes))), np.log(prior) - np.log(prior).mean()
+    b = np.concatenate([np.log(prior[k]) - np.log(prior[k]).mean() for k in blocks])
+    w = np.zeros((x.shape[1], y.shape[1]))
     # The softmax loss's gradient is (||x||^2 / 2)-Lipschitz in w per example; binary rows.
     lipschitz = 0.5 * float((x.sum(axis=1)).max(initial=1.0)) + l2
     step = 1.0 / lipschitz
@@ -234,19 +275,24 @@ def fit_softmax(
         momentum = (k - 1) / (k + 2)
         vw, vb = w + momentum * (w - w_prev), b + momentum * (b - b_prev)
         z = x @ vw + vb
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
+        p = np.empty_like(z)
+        for block in blocks:  # one softmax per task
+            e = np.exp(z[:, block] - z[:, block].max(axis=1, keepdims=True))
+            p[:, block] = e / e.sum(axis=1, keepdims=True)
         grad_w = x.T @ (p - y) / n + l2 * vw
         grad_b = (p - y).mean(axis=0)
         w_prev, b_prev = w, b
         w, b = vw - step * grad_w, vb - step * grad_b
-    return TextReader(
-        kind="softmax",
-        vocabulary=vocabulary,
-        classes=tuple(classes),
-        weights=tuple(_rounded(w[:, c]) for c in range(len(classes))),
-        bias=_rounded(b),
-    )
+    return [
+        TextReader(
+            kind="softmax",
+            vocabulary=vocabulary,
+            classes=tuple(classes),
+            weights=tuple(_rounded(w[:, c]) for c in range(block.start, block.stop)),
+            bias=_rounded(b[block]),
+        )
+        for (_, classes), block in zip(tasks, blocks, strict=True)
+    ]
 
 
 def fit_ridge(

@@ -6,13 +6,15 @@ numbers with their provenance; the shipped defaults (``tables/<task>.json``) are
 recomputed by rerunning it on the project's data root. Held-out dialogues never enter a fit.
 
 Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges; ``p4g``
-(:mod:`dialogue_gym.calibration.p4g`), the persuadee stance and persuader ask readers
-(shipped); ``esconv`` (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC
+(:mod:`dialogue_gym.calibration.p4g`), the persuadee stance and persuader ask and appeal
+readers (shipped); ``esconv`` (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC
 4.0 data: not shipped, fitted by the validator on the train split it loads). The readers are
 word/bigram linear models (:mod:`dialogue_gym.calibration.text_reader`).
 
 :data:`ASK_DETECTORS`: the learned detectors of a system turn that asks for the goal, by table
 name; a card turns one on for its users with ``[corpus] ask_reader`` (the P4G card does).
+:data:`APPEAL_READERS`: the learned readers of the appeals a system turn makes (corpus strategy
+labels); a card turns one on with ``[corpus] appeal_reader`` (the P4G card does).
 """
 
 from __future__ import annotations
@@ -39,7 +41,14 @@ ASK_DETECTORS: Mapping[str, Callable[[], Callable[[str], bool]]] = {
 }
 """Table name → a function returning its shipped ask detector (text → is it an ask)."""
 
+APPEAL_READERS: Mapping[str, Callable[[], Callable[[str], frozenset[str]]]] = {
+    "p4g": p4g.shipped_appeal_reader,
+}
+"""Table name → a function returning its shipped appeal reader (text → the corpus strategy
+labels of the appeals it makes)."""
+
 __all__ = [
+    "APPEAL_READERS",
     "ASK_DETECTORS",
     "FITTERS",
     "TRAIN",

@@ -47,7 +47,22 @@ persuader turns of the held-out splits (valid / test: 39 / 49 asks) the cues fin
 of the asks (precision 0.86 / 0.86), the detector 72 % / 63 % (0.82 / 0.86), either 79 % /
 69 % (0.78 / 0.77).
 
-The table (``tables/p4g.json``) holds the act → stance rule, the label counts and both readers
+**Appeals.** A hard persuadee moves only for reasons that answer what holds it back, and the
+users read a reason by the similarity of the turn to the card's own wording of each concern:
+real persuaders reach that threshold in few turns, so replaying them gives their users almost
+no reasons. The card's strategies say which concerns each of them answers (``addresses``), and
+the annotated corpus says which strategies real persuaders used. So the fitter also learns one
+reader per appeal of :data:`APPEAL_ACTS` (``credibility-appeal``, ``donation-information``,
+``emotion-appeal``, ``foot-in-the-door``, ``logical-appeal``, ``personal-story``: the acts of
+the P4G card's strategies that address a concern) on the same train persuader turns: the turn
+is that appeal when one of its acts is, else ``other`` (a turn may make several). The same
+settings again, fitted together (:func:`~dialogue_gym.calibration.text_reader.fit_softmax_many`:
+each reader exactly as if alone); :class:`AppealReader` reads the appeals with P >=
+:data:`APPEAL_THRESHOLD` (0.5). Cards name the table in ``[corpus] strategy_reader``, and a turn
+read as an appeal then gets the card's cue bonus on the concerns its strategy addresses, as if
+one of their cue regexes had matched (:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`).
+
+The table (``tables/p4g.json``) holds the act → stance rule, the label counts and the readers
 (vocabulary, per-class weights, biases: aggregate numbers, no dialogue text beyond the words
 and word pairs of the vocabulary). P4G is Apache-2.0, so it ships.
 """
@@ -60,13 +75,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dialogue_gym.calibration.fit import CalibrationError, register, shipped_table
-from dialogue_gym.calibration.text_reader import STANCES, TextReader, fit_softmax
+from dialogue_gym.calibration.text_reader import (
+    STANCES,
+    TextReader,
+    fit_softmax,
+    fit_softmax_many,
+)
 
 if TYPE_CHECKING:
     from dialogue_gym.data.records import Dialogue, Turn
 
 __all__ = [
     "AGREE_ACTS",
+    "APPEAL_ACTS",
+    "APPEAL_THRESHOLD",
     "ASK_ACTS",
     "ASK_THRESHOLD",
     "ITERATIONS",
@@ -74,9 +96,11 @@ __all__ = [
     "MIN_DF",
     "POSITIVE_ACTS",
     "REFUSE_ACTS",
+    "AppealReader",
     "AskDetector",
     "PersuadeeReader",
     "fit_p4g",
+    "shipped_appeal_reader",
     "shipped_ask_detector",
     "shipped_reader",
     "turn_stance",
@@ -87,6 +111,15 @@ REFUSE_ACTS = frozenset({"disagree-donation", "disagree-donation-more"})
 POSITIVE_ACTS = frozenset({"positive-reaction-to-donation"})
 ASK_ACTS = frozenset({"proposition-of-donation", "ask-donation-amount", "ask-donate-more"})
 ASK_THRESHOLD = 0.5
+APPEAL_ACTS = (
+    "credibility-appeal",
+    "donation-information",
+    "emotion-appeal",
+    "foot-in-the-door",
+    "logical-appeal",
+    "personal-story",
+)
+APPEAL_THRESHOLD = 0.5
 L2 = 1e-3
 ITERATIONS = 400
 MIN_DF = 3
@@ -107,12 +140,12 @@ def turn_stance(turn: Turn) -> str:
 @register(
     "p4g",
     corpus="p4g",
-    version=2,
-    description="persuadee stance reader (refused/neutral/positive/agree) and persuader ask reader",
+    version=3,
+    description="persuadee stance reader; persuader ask and appeal readers",
     format="annotated",
 )
 def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
-    """Fits the persuadee stance and persuader ask readers on annotated P4G train dialogues.
+    """Fits the persuadee stance, persuader ask and appeal readers on annotated train dialogues.
 
     See the module docstring for the labels.
 
@@ -140,6 +173,7 @@ def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
         "fit": {"l2": L2, "iterations": ITERATIONS, "min_df": MIN_DF},
         "reader": reader.to_table(),
         "ask": _fit_asks(dialogues),
+        "appeals": _fit_appeals(dialogues),
     }
 
 
@@ -159,6 +193,33 @@ def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
         "turns": {"n": len(texts), "ask": counts["ask"], "other": counts["other"]},
         "threshold": ASK_THRESHOLD,
         "reader": reader.to_table(),
+    }
+
+
+def _fit_appeals(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+    """The appeal readers' part of the table: the rule, label counts and one reader per appeal.
+
+    An appeal without both train turns that make it and turns that do not gets no reader (and
+    is never read); a table may so hold none. The readers share one vocabulary (they read the
+    same texts), stored once.
+    """
+    texts, labels = _labelled_turns(dialogues, "system", lambda turn: "+".join(turn.acts))
+    made = [set(label.split("+")) for label in labels]  # act names hold no "+"
+    counts = {act: sum(act in m for m in made) for act in APPEAL_ACTS}
+    fitted = [act for act in APPEAL_ACTS if 0 < counts[act] < len(texts)]
+    tasks = [([act if act in m else "other" for m in made], (act, "other")) for act in fitted]
+    readers = (
+        fit_softmax_many(texts, tasks, l2=L2, iterations=ITERATIONS, min_df=MIN_DF) if tasks else []
+    )
+    return {
+        "rule": {act: "a turn with this act, else other" for act in APPEAL_ACTS},
+        "turns": {"n": len(texts), "by_appeal": counts},
+        "threshold": APPEAL_THRESHOLD,
+        "vocabulary": list(readers[0].vocabulary) if readers else [],
+        "readers": {
+            act: {k: v for k, v in r.to_table().items() if k != "vocabulary"}
+            for act, r in zip(fitted, readers, strict=True)
+        },
     }
 
 
@@ -223,6 +284,47 @@ class AskDetector:
     def __call__(self, text: str) -> bool:
         """Whether ``text`` asks for the donation (P(ask) >= the table's threshold)."""
         return self.probability(text) >= self.threshold
+
+
+class AppealReader:
+    """Which appeals (:data:`APPEAL_ACTS`) a persuader's turn makes, by the fitted readers.
+
+    Args:
+        table: A ``p4g`` calibration table (:func:`fit_p4g`'s, with provenance).
+
+    Raises:
+        CalibrationError: The table has no usable appeal readers (e.g. one an older fitter
+            wrote: rerun ``dialogue-gym data fit p4g``).
+    """
+
+    def __init__(self, table: Mapping[str, Any]) -> None:
+        try:
+            part = table["parameters"]["appeals"]
+            vocabulary = part["vocabulary"]
+            self.readers = {
+                act: TextReader.from_table({**reader, "vocabulary": vocabulary})
+                for act, reader in part["readers"].items()
+            }
+            self.threshold = float(part["threshold"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CalibrationError(f"p4g table: no usable appeal readers ({exc})") from None
+        missing = [act for act, reader in self.readers.items() if act not in reader.classes]
+        if missing:
+            raise CalibrationError(f"p4g table: appeal readers without their class: {missing}")
+
+    def probabilities(self, text: str) -> dict[str, float]:
+        """Appeal → P(``text`` makes it), for every appeal with a reader."""
+        return {act: reader.probabilities(text)[act] for act, reader in self.readers.items()}
+
+    def __call__(self, text: str) -> frozenset[str]:
+        """The appeals ``text`` makes (P >= the table's threshold)."""
+        return frozenset(a for a, p in self.probabilities(text).items() if p >= self.threshold)
+
+
+@functools.cache
+def shipped_appeal_reader() -> AppealReader:
+    """The appeal readers of the shipped ``tables/p4g.json`` (read once)."""
+    return AppealReader(shipped_table("p4g"))
 
 
 @functools.cache

@@ -111,6 +111,11 @@ class CorpusSpec:
         ask_reader: A calibration table whose ask detector the users read besides the card's
             ``ask`` cues (a key of :data:`dialogue_gym.calibration.ASK_DETECTORS`, e.g.
             ``"p4g"``): a system turn is an ask when either says so. ``None``: the cues only.
+        appeal_reader: A calibration table whose appeal readers the users read besides the
+            concerns' unlock cues (a key of :data:`dialogue_gym.calibration.APPEAL_READERS`):
+            a system turn read as making an appeal (a corpus strategy label, through
+            ``label_aliases``) gets the cue bonus on the concerns that card strategy
+            ``addresses``. ``None``: the cues only.
     """
 
     name: str
@@ -119,6 +124,7 @@ class CorpusSpec:
     planner_format: str | None = None
     label_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
     ask_reader: str | None = None
+    appeal_reader: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,7 +229,15 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
     _known_keys(
         section,
         where,
-        ("name", "train_split", "sft_format", "planner_format", "label_aliases", "ask_reader"),
+        (
+            "name",
+            "train_split",
+            "sft_format",
+            "planner_format",
+            "label_aliases",
+            "ask_reader",
+            "appeal_reader",
+        ),
     )
     name = schema.text(section, "name", where, empty=False)
     if name not in CORPORA:
@@ -242,15 +256,16 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
     aliases = {
         str(label): schema.text(alias_table, label, "corpus.label_aliases") for label in alias_table
     }
-    ask_reader = None
-    if "ask_reader" in section:
-        ask_reader = schema.text(section, "ask_reader", where, empty=False)
-        from dialogue_gym.calibration import ASK_DETECTORS  # only for cards that name one
+    readers: dict[str, str | None] = {}
+    for key, kind in (("ask_reader", "ask detector"), ("appeal_reader", "appeal reader")):
+        readers[key] = None
+        if key in section:
+            readers[key] = schema.text(section, key, where, empty=False)
+            from dialogue_gym.calibration import APPEAL_READERS, ASK_DETECTORS  # cards naming one
 
-        if ask_reader not in ASK_DETECTORS:
-            raise CardError(
-                f"corpus.ask_reader: no ask detector {ask_reader!r}; known: {sorted(ASK_DETECTORS)}"
-            )
+            known = ASK_DETECTORS if key == "ask_reader" else APPEAL_READERS
+            if readers[key] not in known:
+                raise CardError(f"corpus.{key}: no {kind} {readers[key]!r}; known: {sorted(known)}")
     for label, strategy in aliases.items():
         if strategy not in strategy_names:
             raise CardError(
@@ -263,7 +278,8 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
         sft_format=chosen["sft_format"],
         planner_format=chosen["planner_format"],
         label_aliases=aliases,
-        ask_reader=ask_reader,
+        ask_reader=readers["ask_reader"],
+        appeal_reader=readers["appeal_reader"],
     )
 
 

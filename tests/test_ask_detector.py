@@ -63,7 +63,7 @@ def test_held_out_dialogues_never_enter_the_ask_fit() -> None:
 
 def test_the_shipped_detector_reads_an_ask_the_cues_miss() -> None:
     detector = shipped_ask_detector()
-    assert shipped_table("p4g")["provenance"]["code_version"]["fitter"] == 2
+    assert shipped_table("p4g")["provenance"]["code_version"]["fitter"] >= 2
     assert detector(UNCUED_ASK)
     assert detector("Would you like to donate some of your task payment?")
     assert not detector("Save the Children helps kids in Syria get food and schooling.")

@@ -199,6 +199,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "corpus.label_aliases": ("p4g", BAD_TABLE),
     "corpus.label_aliases.*": ("p4g", [*BAD_STR, "no_such_strategy"]),
     "corpus.ask_reader": ("p4g", [*BAD_STR, "", "  ", "no_such_table"]),
+    "corpus.appeal_reader": ("p4g", [*BAD_STR, "", "  ", "no_such_table"]),
     "llm": ("p4g", BAD_TABLE),
     "llm.judge_speakers": ("p4g", [*BAD_TEXTS_NONEMPTY, ["one"], ["a", "b", "c"], ["", "x"]]),
     "llm.judge_prompt": ("p4g", [*BAD_CHOICE, "deal", "support"]),

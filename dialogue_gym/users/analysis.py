@@ -38,6 +38,8 @@ class Perception:
         domain: Max similarity to the task's on-topic prototypes.
         words: Number of words in the perceived view of the turn.
         view: The normalized text the encoder, the cues and the price parser all read.
+        appeals: The card strategies a learned appeal reader read in the turn (empty without
+            one); they gave the concerns they address the cue bonus in ``unlock``.
     """
 
     embedding: np.ndarray
@@ -52,6 +54,7 @@ class Perception:
     domain: float
     words: int = 0
     view: str = ""
+    appeals: frozenset[str] = frozenset()
 
 
 def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
@@ -65,6 +68,19 @@ def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
     from dialogue_gym.calibration import ASK_DETECTORS  # loads only for cards that name one
 
     return ASK_DETECTORS[card.corpus.ask_reader]()
+
+
+def card_appeal_reader(card: TaskCard) -> Callable[[str], frozenset[str]] | None:
+    """The learned appeal reader the card names in ``[corpus] appeal_reader``, or ``None``.
+
+    Raises:
+        CalibrationError: The named table has no usable appeal readers.
+    """
+    if card.corpus is None or card.corpus.appeal_reader is None:
+        return None
+    from dialogue_gym.calibration import APPEAL_READERS  # loads only for cards that name one
+
+    return APPEAL_READERS[card.corpus.appeal_reader]()
 
 
 class UtteranceAnalyzer:
@@ -94,6 +110,11 @@ class UtteranceAnalyzer:
         ask_detector: A learned reader of asks (text → whether it asks for the goal), read
             besides the card's ``ask`` cues: a turn is an ask when either says so. The users
             use the card's (:meth:`for_user`); ``None``: the cues only.
+        appeal_reader: A learned reader of the appeals a turn makes (text → corpus strategy
+            labels, mapped to card strategies by the card's ``[corpus] label_aliases``), read
+            besides the concerns' unlock cues: a concern gets the cue bonus when its cues match
+            *or* the turn makes an appeal whose card strategy ``addresses`` it. The users use
+            the card's (:meth:`for_user`); ``None``: the cues only.
 
     Raises:
         ValueError: Unknown ``scoring``.
@@ -107,6 +128,7 @@ class UtteranceAnalyzer:
         off_topic_threshold: float = 0.25,
         scoring: str = "max",
         ask_detector: Callable[[str], bool] | None = None,
+        appeal_reader: Callable[[str], frozenset[str]] | None = None,
     ) -> None:
         if scoring not in ("centroid", "max"):
             raise ValueError(f"scoring must be 'centroid' or 'max', got {scoring!r}")
@@ -116,6 +138,9 @@ class UtteranceAnalyzer:
         self.off_topic_threshold = off_topic_threshold
         self.scoring = scoring
         self.ask_detector = ask_detector
+        self.appeal_reader = appeal_reader
+        self._label_aliases = card.corpus.label_aliases if card.corpus is not None else {}
+        self._strategies = {s.name: s for s in card.strategies}
         texts: list[str] = []
         self._slices: dict[tuple[str, str], slice] = {}
         for concern in card.concerns:
@@ -155,11 +180,18 @@ class UtteranceAnalyzer:
 
     @classmethod
     def for_user(cls, card: TaskCard, encoder: Encoder) -> UtteranceAnalyzer:
-        """How the embedded users perceive a turn: meaning-scored, with the card's detector.
+        """How the embedded users perceive a turn: meaning-scored, with the card's readers.
 
-        ``scoring="centroid"`` and the ask detector the card names (:func:`card_ask_detector`).
+        ``scoring="centroid"``, the ask detector the card names (:func:`card_ask_detector`) and
+        its appeal reader (:func:`card_appeal_reader`).
         """
-        return cls(card, encoder, scoring="centroid", ask_detector=card_ask_detector(card))
+        return cls(
+            card,
+            encoder,
+            scoring="centroid",
+            ask_detector=card_ask_detector(card),
+            appeal_reader=card_appeal_reader(card),
+        )
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:
         """Max similarity of each row to any prototype (domain, unlock or anti-pattern)."""
@@ -191,6 +223,7 @@ class UtteranceAnalyzer:
         # Cosines on MiniLM's scale, where every threshold of the users was set.
         sims = on_reference_scale(self.encoder, self._protos @ embedding)
         meaning = on_reference_scale(self.encoder, self._centroids @ embedding)
+        appeals, answered = self._appeals(view)
         unlock: dict[str, float] = {}
         anti: dict[str, float] = {}
         for index, concern in enumerate(self.card.concerns):
@@ -199,7 +232,7 @@ class UtteranceAnalyzer:
             else:
                 u = float(sims[self._slices[("unlock", concern.id)]].max())
             a = float(sims[self._slices[("anti", concern.id)]].max())
-            if cues.any(concern.unlock_cues):
+            if cues.any(concern.unlock_cues) or concern.id in answered:
                 u += self.cue_bonus
             if cues.any(concern.anti_cues):
                 a += self.cue_bonus
@@ -230,4 +263,19 @@ class UtteranceAnalyzer:
             domain,
             words,
             view,
+            appeals,
+        )
+
+    def _appeals(self, view: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The card strategies the appeal reader reads in ``view`` and the concerns they address."""
+        if self.appeal_reader is None:
+            return frozenset(), frozenset()
+        # A corpus label names the card strategy of the same name or its alias (if any).
+        names = (
+            self._label_aliases.get(label, label) for label in sorted(self.appeal_reader(view))
+        )
+        strategies = [self._strategies[n] for n in names if n in self._strategies]
+        return (
+            frozenset(s.name for s in strategies),
+            frozenset(c for s in strategies for c in s.addresses),
         )

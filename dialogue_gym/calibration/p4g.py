@@ -58,7 +58,7 @@ the P4G card's strategies that address a concern) on the same train persuader tu
 is that appeal when one of its acts is, else ``other`` (a turn may make several). The same
 settings again, fitted together (:func:`~dialogue_gym.calibration.text_reader.fit_softmax_many`:
 each reader exactly as if alone); :class:`AppealReader` reads the appeals with P >=
-:data:`APPEAL_THRESHOLD` (0.5). Cards name the table in ``[corpus] strategy_reader``, and a turn
+:data:`APPEAL_THRESHOLD` (0.5). Cards name the table in ``[corpus] appeal_reader``, and a turn
 read as an appeal then gets the card's cue bonus on the concerns its strategy addresses, as if
 one of their cue regexes had matched (:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`).
 
@@ -72,12 +72,15 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from dialogue_gym.calibration.fit import CalibrationError, register, shipped_table
 from dialogue_gym.calibration.text_reader import (
     STANCES,
     TextReader,
+    features,
     fit_softmax,
     fit_softmax_many,
 )
@@ -203,8 +206,7 @@ def _fit_appeals(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     is never read); a table may so hold none. The readers share one vocabulary (they read the
     same texts), stored once.
     """
-    texts, labels = _labelled_turns(dialogues, "system", lambda turn: "+".join(turn.acts))
-    made = [set(label.split("+")) for label in labels]  # act names hold no "+"
+    texts, made = _labelled_turns(dialogues, "system", lambda turn: frozenset(turn.acts))
     counts = {act: sum(act in m for m in made) for act in APPEAL_ACTS}
     fitted = [act for act in APPEAL_ACTS if 0 < counts[act] < len(texts)]
     tasks = [([act if act in m else "other" for m in made], (act, "other")) for act in fitted]
@@ -223,12 +225,15 @@ def _fit_appeals(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     }
 
 
+Label = TypeVar("Label")
+
+
 def _labelled_turns(
-    dialogues: Sequence[Dialogue], role: str, label: Callable[[Turn], str]
-) -> tuple[list[str], list[str]]:
+    dialogues: Sequence[Dialogue], role: str, label: Callable[[Turn], Label]
+) -> tuple[list[str], list[Label]]:
     """The texts of ``role``'s annotated, non-empty turns and their labels."""
     texts: list[str] = []
-    labels: list[str] = []
+    labels: list[Label] = []
     for dialogue in dialogues:
         for turn in dialogue.turns:
             if turn.role == role and turn.acts and turn.text:
@@ -311,10 +316,31 @@ class AppealReader:
         missing = [act for act, reader in self.readers.items() if act not in reader.classes]
         if missing:
             raise CalibrationError(f"p4g table: appeal readers without their class: {missing}")
+        if any(len(reader.classes) != 2 for reader in self.readers.values()):
+            raise CalibrationError("p4g table: every appeal reader has two classes (act, other)")
+        # The readers share one vocabulary: a text's features are read once for all of them
+        # (the users perceive every system turn with this) and each reader's two columns are
+        # summed and normalized exactly as TextReader.probabilities would.
+        self._columns = {f: i for i, f in enumerate(vocabulary)}
+        self._weights = np.concatenate(
+            [np.zeros((len(vocabulary), 0))]
+            + [np.asarray(r.weights, dtype=float).T for r in self.readers.values()],
+            axis=1,
+        )
+        self._bias = np.asarray([b for r in self.readers.values() for b in r.bias], dtype=float)
+        self._own = [r.classes.index(act) for act, r in self.readers.items()]
 
     def probabilities(self, text: str) -> dict[str, float]:
         """Appeal → P(``text`` makes it), for every appeal with a reader."""
-        return {act: reader.probabilities(text)[act] for act, reader in self.readers.items()}
+        found = sorted(self._columns[f] for f in features(text) if f in self._columns)
+        z = self._bias + self._weights[found].sum(axis=0) if found else self._bias.copy()
+        z = z.reshape(len(self.readers), 2)
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        return {
+            act: float(p[row, own])
+            for row, (act, own) in enumerate(zip(self.readers, self._own, strict=True))
+        }
 
     def __call__(self, text: str) -> frozenset[str]:
         """The appeals ``text`` makes (P >= the table's threshold)."""

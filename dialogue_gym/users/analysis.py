@@ -271,9 +271,7 @@ class UtteranceAnalyzer:
         if self.appeal_reader is None:
             return frozenset(), frozenset()
         # A corpus label names the card strategy of the same name or its alias (if any).
-        names = (
-            self._label_aliases.get(label, label) for label in sorted(self.appeal_reader(view))
-        )
+        names = (self._label_aliases.get(label, label) for label in self.appeal_reader(view))
         strategies = [self._strategies[n] for n in names if n in self._strategies]
         return (
             frozenset(s.name for s in strategies),

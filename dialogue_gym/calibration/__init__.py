@@ -7,9 +7,11 @@ recomputed by rerunning it on the project's data root. Held-out dialogues never 
 
 Fitters: ``cb`` (:mod:`dialogue_gym.calibration.cb`), the seller's floor ranges; ``p4g``
 (:mod:`dialogue_gym.calibration.p4g`), the persuadee stance and persuader ask and appeal
-readers (shipped); ``esconv`` (:mod:`dialogue_gym.calibration.esconv`), the seeker readers (CC BY-NC
-4.0 data: not shipped, fitted by the validator on the train split it loads). The readers are
-word/bigram linear models (:mod:`dialogue_gym.calibration.text_reader`).
+readers (shipped); ``p4g-persona`` (:mod:`dialogue_gym.calibration.p4g_persona`), the
+persuadee's donation propensity from the survey, which sets a pinned persona's starting
+willingness (shipped); ``esconv`` (:mod:`dialogue_gym.calibration.esconv`), the seeker readers
+(CC BY-NC 4.0 data: not shipped, fitted by the validator on the train split it loads). The
+readers are word/bigram linear models (:mod:`dialogue_gym.calibration.text_reader`).
 
 :data:`ASK_DETECTORS`: the learned detectors of a system turn that asks for the goal, by table
 name; a card turns one on for its users with ``[corpus] ask_reader`` (the P4G card does).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from dialogue_gym.calibration import cb, esconv, p4g
+from dialogue_gym.calibration import cb, esconv, p4g, p4g_persona
 from dialogue_gym.calibration.fit import (
     FITTERS,
     TRAIN,
@@ -60,6 +62,7 @@ __all__ = [
     "ids_sha256",
     "load_table",
     "p4g",
+    "p4g_persona",
     "register",
     "shipped_table",
     "table_path",

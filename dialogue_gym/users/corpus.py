@@ -8,8 +8,10 @@ Each :class:`~dialogue_gym.data.records.EpisodeSeed` of a held-out split becomes
 * for P4G the *participant profile* sets the internal and external layers: Big-Five traits,
   moral foundations, Schwartz values, decision style and demographics map onto concern
   strengths (e.g. low income → affordability, low care → detachment, a rational decision
-  style → efficacy), the initial willingness (care, benevolence, universalism) and the
-  speaking style (extraversion → chatty, neuroticism → skeptical …);
+  style → efficacy) and the speaking style (extraversion → chatty, neuroticism → skeptical …);
+  the initial willingness is the person's donation propensity fitted on the train split's
+  surveys and donations (:mod:`dialogue_gym.calibration.p4g_persona`), placed among the train
+  persuadees' (quantile q) as ``0.1 + 0.35 q`` — the range the card's bank draws from;
 * for ESConv the seeker's *initial emotion intensity* sets its initial willingness, starting
   valence and concern strengths, and its emotion and problem types choose its concerns where
   the card has matching ones (:mod:`dialogue_gym.users.esconv_seeker`);
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from dialogue_gym.calibration.p4g_persona import shipped_propensity
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.users.esconv_seeker import seeker_layers
 from dialogue_gym.users.persona import Persona, persona_bank
@@ -72,7 +75,10 @@ def _p4g_layers(card: TaskCard, profile: Mapping[str, Any], base: Persona) -> di
         key=lambda pair: -pair[1],
     )
     concerns = tuple(pair for pair in ranked[:3] if pair[1] >= 0.35) or tuple(ranked[:1])
-    warmth = (t("care", 1, 6) + t("benevolence", 1, 6) + t("universalism", 1, 6)) / 3
+    # Where the survey answers nothing the fit reads, a hand-written warmth mix stands in.
+    q = shipped_propensity().quantile(profile)
+    if q is None:
+        q = (t("care", 1, 6) + t("benevolence", 1, 6) + t("universalism", 1, 6)) / 3
     styles = {s.id for s in card.styles}
     traits = {
         "chatty": t("extrovert", 1, 5),
@@ -84,7 +90,7 @@ def _p4g_layers(card: TaskCard, profile: Mapping[str, Any], base: Persona) -> di
     age = profile.get("age.x", profile.get("age"))
     return {
         "concerns": concerns,
-        "initial_willingness": round(0.1 + 0.35 * warmth, 3),
+        "initial_willingness": round(0.1 + 0.35 * q, 3),
         "capacity": round(0.25 + 1.75 * income, 2),
         "style": style,
         "age": int(age) if isinstance(age, (int, float)) and age == age else base.age,

@@ -8,7 +8,9 @@ equal to a fresh fit on the corpus copies, and the pinned personas' starting wil
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +183,21 @@ def test_the_propensity_separates_train_donors():
     # The quantiles place the train persuadees evenly (the probability integral transform).
     q = np.array([model.quantile(d.profile) for d in train])
     assert abs(float(np.median(q)) - 0.5) < 0.05
+
+
+@needs_data
+def test_the_decision_signal_benchmark_reads_train_only(capsys: pytest.CaptureFixture[str]):
+    """benchmarks/p4g_decision_signal.py: three out-of-fold AUCs and the features by outcome."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "p4g_decision_signal.py"
+    spec = importlib.util.spec_from_file_location("p4g_decision_signal", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--data", str(DATA), "--encoder", "hashing"]) == 0
+    out = capsys.readouterr().out
+    train = load_corpus("p4g", DATA, split="train")
+    assert f"P4G FullData train: {len(train)} persuadees" in out
+    aucs = dict(re.findall(r"^  (survey|persuader turns|both) +([01]\.\d{3})$", out, re.M))
+    assert set(aucs) == {"survey", "persuader turns", "both"}
+    assert all(0.0 <= float(v) <= 1.0 for v in aucs.values())
+    assert "donation-information" in out and "asks read" in out

@@ -1,0 +1,123 @@
+"""What predicts who donated in P4G: the person's survey, or what the persuader did?
+
+Issue 15 asks for decision dynamics fitted to real outcomes. Before fitting what a persuader's
+turns do to a simulated persuadee, this script measures how much the turns say about the real
+donation at all, on the FullData **train** split only (five folds by id hash, out-of-fold AUC):
+
+* **survey** — the ``p4g-persona`` fit (:mod:`dialogue_gym.calibration.p4g_persona`),
+  refitted inside each fold;
+* **persuader turns** — the first ``T`` persuader turns as the embedded users perceive them
+  (:meth:`~dialogue_gym.users.analysis.UtteranceAnalyzer.perceive`, MiniLM, with the card's
+  shipped readers): asks read (card cues or the learned detector), the exchange of the first
+  ask, and the number of turns making each card strategy the appeal readers read;
+* **both** — the survey propensity's logit beside the persuader features.
+
+It also prints each persuader feature's mean for donors and non-donors. No held-out dialogue
+is read. ::
+
+    OMP_NUM_THREADS=1 python benchmarks/p4g_decision_signal.py --data ../shared/datasets
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+FOLDS = 5
+T = 8
+
+
+def _default_data() -> Path:
+    env = os.environ.get("DIALOGUE_GYM_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def _logistic_fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
+    """Standardized L2 logistic regression by Newton's method; returns a scorer's weights."""
+    design = np.column_stack([np.ones(len(x)), x])
+    penalty = l2 * np.diag([0.0] + [1.0] * x.shape[1])
+    w = np.zeros(design.shape[1])
+    for _ in range(30):
+        p = 1.0 / (1.0 + np.exp(-design @ w))
+        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
+        w -= np.linalg.solve(hessian, design.T @ (p - y) + penalty @ w)
+    return w
+
+
+def _standardize(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean, scale = train.mean(axis=0), train.std(axis=0) + 1e-9
+    return (train - mean) / scale, (test - mean) / scale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Prints the out-of-fold AUCs and the persuader features by outcome."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=_default_data(), help="data root")
+    parser.add_argument("--encoder", default="minilm", help="encoder the users perceive with")
+    args = parser.parse_args(argv)
+    try:  # one torch thread: small batches on shared cores
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - the hashing encoder needs no torch
+        pass
+
+    from dialogue_gym.calibration import fit
+    from dialogue_gym.calibration.p4g_persona import TABLE, DonorPropensity, donated
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.data import load_corpus
+    from dialogue_gym.mind.encoders import make_encoder
+    from dialogue_gym.users.analysis import UtteranceAnalyzer
+    from dialogue_gym.validity.corpus import exchanges_of
+    from dialogue_gym.validity.stats import auc
+
+    card = load_card("p4g")
+    analyzer = UtteranceAnalyzer.for_user(card, make_encoder(args.encoder))
+    strategies = [s.name for s in card.strategies if s.addresses]
+    train = [
+        d
+        for d in load_corpus("p4g", args.data, split="train")
+        if donated(d.profile) is not None and exchanges_of(d)
+    ]
+    names = ["asks read", "first ask at", *strategies]
+    features, labels = [], []
+    for dialogue in train:
+        seen = [analyzer.perceive(system) for system, _ in exchanges_of(dialogue)[:T]]
+        first = next((i + 1 for i, p in enumerate(seen) if p.ask), T + 1)
+        made = [sum(name in p.appeals for p in seen) for name in strategies]
+        features.append([sum(p.ask for p in seen), first, *made])
+        labels.append(float(bool(donated(dialogue.profile))))
+    x, y = np.asarray(features, dtype=float), np.asarray(labels)
+    fold = np.array([int(hashlib.sha256(d.id.encode()).hexdigest()[:8], 16) % FOLDS for d in train])
+    scores = {name: np.zeros(len(y)) for name in ("survey", "persuader turns", "both")}
+    for k in range(FOLDS):
+        inside, outside = fold != k, fold == k
+        model = DonorPropensity(fit(TABLE, [d for d, i in zip(train, inside, strict=True) if i]))
+        propensity = np.array([model.probability(d.profile) or 0.5 for d in train])
+        logit = np.log(propensity / (1 - propensity))[:, None]
+        scores["survey"][outside] = logit[outside, 0]
+        for name, columns in (("persuader turns", x), ("both", np.hstack([logit, x]))):
+            z_in, z_out = _standardize(columns[inside], columns[outside])
+            w = _logistic_fit(z_in, y[inside])
+            scores[name][outside] = np.column_stack([np.ones(len(z_out)), z_out]) @ w
+    print(
+        f"P4G FullData train: {len(y)} persuadees, {int(y.sum())} donated; "
+        f"{FOLDS}-fold out-of-fold AUC for donated (first {T} persuader turns)"
+    )
+    for name, score in scores.items():
+        print(f"  {name:<16} {auc(score, y.astype(bool)):.3f}")
+    print(f"persuader features (mean per dialogue, first {T} turns): donors / non-donors")
+    for index, name in enumerate(names):
+        column = x[:, index]
+        print(f"  {name:<22} {column[y == 1].mean():.2f} / {column[y == 0].mean():.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from dialogue_gym.calibration.p4g_persona import SURVEY_SCALES
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.mentalizers.llm import PRIOR_FILE, SILVER_FILE, read_jsonl
 
@@ -127,27 +128,6 @@ def prefix_history(dialogue: Dialogue, prefix: int) -> list[tuple[str, str]]:
 
 # -- profiles ----------------------------------------------------------------------------------
 
-_P4G_GROUPS = (
-    ("Big Five (1-5)", ("extrovert", "agreeable", "conscientious", "neurotic", "open")),
-    ("moral foundations (1-6)", ("care", "fairness", "loyalty", "authority", "purity")),
-    (
-        "values (1-6)",
-        (
-            "freedom",
-            "conform",
-            "tradition",
-            "benevolence",
-            "universalism",
-            "self_direction",
-            "stimulation",
-            "hedonism",
-            "achievement",
-            "power",
-            "security",
-        ),
-    ),
-    ("decision style (1-5)", ("rational", "intuitive")),
-)
 _P4G_DEMOGRAPHICS = (
     ("age", "age"),
     ("sex", "sex"),
@@ -185,7 +165,7 @@ def _p4g_profile(profile: Mapping[str, Any]) -> str:
     ]
     if demographics:
         parts.append("; ".join(demographics))
-    for title, names in _P4G_GROUPS:
+    for title, names in SURVEY_SCALES:
         scores = [
             f"{name.replace('_', ' ')} {_number(value)}"
             for name in names

@@ -50,6 +50,7 @@ __all__ = [
     "L2",
     "LEVELS",
     "SURVEY_FIELDS",
+    "SURVEY_SCALES",
     "TABLE",
     "DonorPropensity",
     "donated",
@@ -60,34 +61,32 @@ __all__ = [
 
 TABLE = "p4g-persona"
 """The table's name (``tables/p4g-persona.json``)."""
-SURVEY_FIELDS = (
-    "extrovert",
-    "agreeable",
-    "conscientious",
-    "neurotic",
-    "open",
-    "care",
-    "fairness",
-    "loyalty",
-    "authority",
-    "purity",
-    "freedom",
-    "conform",
-    "tradition",
-    "benevolence",
-    "universalism",
-    "self_direction",
-    "stimulation",
-    "hedonism",
-    "achievement",
-    "power",
-    "security",
-    "rational",
-    "intuitive",
-    "age",
-    "income",
+SURVEY_SCALES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Big Five (1-5)", ("extrovert", "agreeable", "conscientious", "neurotic", "open")),
+    ("moral foundations (1-6)", ("care", "fairness", "loyalty", "authority", "purity")),
+    (
+        "values (1-6)",
+        (
+            "freedom",
+            "conform",
+            "tradition",
+            "benevolence",
+            "universalism",
+            "self_direction",
+            "stimulation",
+            "hedonism",
+            "achievement",
+            "power",
+            "security",
+        ),
+    ),
+    ("decision style (1-5)", ("rational", "intuitive")),
 )
-"""The numeric survey fields read (the profile's ``<field>.x`` columns)."""
+"""The numeric survey scales of a P4G persuadee's profile (its ``<name>.x`` columns), by group
+(the annotator's profile rendering reads them too)."""
+SURVEY_FIELDS = (*(name for _, names in SURVEY_SCALES for name in names), "age", "income")
+"""The numeric survey fields read (the profile's ``<field>.x`` columns): every survey scale
+(:data:`SURVEY_SCALES`), age and income."""
 L2 = 10.0
 LEVELS = tuple(round(i / 20, 2) for i in range(21))
 """The quantile levels of the train propensities the table records."""

@@ -289,6 +289,8 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
         assert row["replay"]["success"] is donor and row["full"]["success"] is donor
         assert row["replay"]["success_turn"] == (2 if donor else None)
         assert row["reference_replay"] is not None
+        assert 0.0 <= row["replay"]["start_willingness"] <= 1.0
+    assert "persona AUC: starting willingness -> real success" in cells
     held_texts = {t.text for d in held_out for t in d.turns}
     assert fitted_texts and not any(
         piece in held_texts for text in fitted_texts for piece in text.split("\n")

@@ -29,6 +29,9 @@ def play(
     if agent is not None and callable(getattr(agent, "reset", None)):
         agent.reset(seed=seed)
     row: dict[str, Any] = {"success": False, "success_turn": None, "s": 0.0, "exchanges": 0}
+    # Where the pinned user starts, before any turn: who the user is, apart from the dynamics.
+    start = env.user.privileged().get("willingness")
+    row["start_willingness"] = None if start is None else float(start)
     for i in range(env.max_exchanges):
         if agent is not None:
             text = agent.act(observations["system"])

@@ -6,7 +6,8 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
 
 1. **human replay** — the real system-side turns are replayed one per exchange (at most the
    env's budget T, 8 by default; a dialogue with fewer system turns stops early) against the
-   simulated user: simulated success, final progress s and final willingness;
+   simulated user: simulated success, final progress s and final willingness (and, apart
+   from the dynamics, the pinned user's starting willingness: what the persona alone says);
 2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
    same episode seeds;
 3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
@@ -331,6 +332,18 @@ def _cells(
         )
         target, met = auc_target(sim, "replay_auc")
         add(f"replay AUC: {label} -> real success", sim, reference, target, met)
+    # Who the user is, before the dynamics: no target (the targets are on what the replay
+    # produced), but it tells a persona layer's share of a replay cell from the dynamics'.
+    start = _cell(
+        lambda s, y: auc(s, y.astype(bool)),
+        rows,
+        "replay.start_willingness",
+        real,
+        n_resamples,
+        seed,
+    )
+    if start.n:
+        add("persona AUC: starting willingness -> real success", start)
     for label, path in (("final s", "replay.s"), ("sim success", "replay.success")):
         sim = _cell(spearman, rows, path, "real_amount", n_resamples, seed)
         if sim.n == 0:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dialogue_gym.calibration.cb import closing_offer
+from dialogue_gym.calibration.p4g_persona import donated
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.data.errors import DataNotFoundError
 from dialogue_gym.prices import buyer_utility, format_price
@@ -84,10 +85,8 @@ def _cb_outcome(dialogue: Dialogue) -> Outcome | None:
 def outcome_of(dialogue: Dialogue) -> Outcome | None:
     """The real outcome of a dialogue (see the module docstring); ``None`` when unknown."""
     if dialogue.corpus == "p4g":
-        donation = dialogue.profile.get("donation")
-        if not isinstance(donation, (int, float)) or donation != donation:
-            return None
-        return Outcome(donation > 0, float(donation))
+        gave = donated(dialogue.profile)  # the same rule the persona layer is fitted on
+        return None if gave is None else Outcome(gave, float(dialogue.profile["donation"]))
     if dialogue.corpus == "esconv":
         score = dialogue.situation.get("survey_score")
         seeker = score.get("seeker", {}) if isinstance(score, dict) else {}

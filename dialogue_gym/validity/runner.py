@@ -270,6 +270,10 @@ def _cell(
     return bootstrap_cell(statistic, xs[keep], ys[keep], n_resamples=n_resamples, seed=seed)
 
 
+def _auc(scores: np.ndarray, real: np.ndarray) -> float:
+    return auc(scores, real.astype(bool))
+
+
 def _accuracy(predicted: np.ndarray, real: np.ndarray) -> float:
     return mean(predicted == real)
 
@@ -318,30 +322,16 @@ def _cells(
         ("final s", "replay.s"),
         ("final willingness", "replay.willingness"),
     ):
-        sim = _cell(lambda s, y: auc(s, y.astype(bool)), rows, path, real, n_resamples, seed)
+        sim = _cell(_auc, rows, path, real, n_resamples, seed)
         if sim.n == 0:
             continue
         with_ref = [r for r in rows if _column([r], path)[0] is not None]
-        reference = _cell(
-            lambda s, y: auc(s, y.astype(bool)),
-            with_ref,
-            "reference_replay",
-            real,
-            n_resamples,
-            seed,
-        )
+        reference = _cell(_auc, with_ref, "reference_replay", real, n_resamples, seed)
         target, met = auc_target(sim, "replay_auc")
         add(f"replay AUC: {label} -> real success", sim, reference, target, met)
     # Who the user is, before the dynamics: no target (the targets are on what the replay
     # produced), but it tells a persona layer's share of a replay cell from the dynamics'.
-    start = _cell(
-        lambda s, y: auc(s, y.astype(bool)),
-        rows,
-        "replay.start_willingness",
-        real,
-        n_resamples,
-        seed,
-    )
+    start = _cell(_auc, rows, "replay.start_willingness", real, n_resamples, seed)
     if start.n:
         add("persona AUC: starting willingness -> real success", start)
     for label, path in (("final s", "replay.s"), ("sim success", "replay.success")):
@@ -383,13 +373,11 @@ def _cells(
     # -- judges on full real transcripts --------------------------------------------------------
     if "full" in rows[0]:
         with_ref = [r for r in rows if r.get("reference_user") is not None]
-        ref_auc = _cell(
-            lambda s, y: auc(s, y.astype(bool)), with_ref, "reference_user", real, n_resamples, seed
-        )
+        ref_auc = _cell(_auc, with_ref, "reference_user", real, n_resamples, seed)
         agreement = _cell(_accuracy, rows, "full.success", real, n_resamples, seed)
         add("judge on real transcripts: agreement (accuracy)", agreement)
         for label, path in (("judged success", "full.success"), ("best score", "full.max_score")):
-            sim = _cell(lambda s, y: auc(s, y.astype(bool)), rows, path, real, n_resamples, seed)
+            sim = _cell(_auc, rows, path, real, n_resamples, seed)
             target, met = auc_target(sim, "judge_auc")
             add(
                 f"judge on real transcripts: AUC {label} -> real success", sim, ref_auc, target, met

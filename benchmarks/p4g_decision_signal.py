@@ -38,21 +38,12 @@ def _default_data() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
-def _logistic_fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    """Standardized L2 logistic regression by Newton's method; returns a scorer's weights."""
-    design = np.column_stack([np.ones(len(x)), x])
-    penalty = l2 * np.diag([0.0] + [1.0] * x.shape[1])
-    w = np.zeros(design.shape[1])
-    for _ in range(30):
-        p = 1.0 / (1.0 + np.exp(-design @ w))
-        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
-        w -= np.linalg.solve(hessian, design.T @ (p - y) + penalty @ w)
-    return w
+def _split_standardized(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both sets standardized by the train set's means and deviations."""
+    from dialogue_gym.calibration.p4g_persona import standardized
 
-
-def _standardize(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean, scale = train.mean(axis=0), train.std(axis=0) + 1e-9
-    return (train - mean) / scale, (test - mean) / scale
+    return standardized(train, mean, scale), standardized(test, mean, scale)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
 
     from dialogue_gym.calibration import fit
-    from dialogue_gym.calibration.p4g_persona import TABLE, DonorPropensity, donated
+    from dialogue_gym.calibration.p4g_persona import (
+        TABLE,
+        DonorPropensity,
+        donated,
+        logistic_regression,
+    )
     from dialogue_gym.cards import load_card
     from dialogue_gym.data import load_corpus
     from dialogue_gym.mind.encoders import make_encoder
@@ -103,8 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logit = np.log(propensity / (1 - propensity))[:, None]
         scores["survey"][outside] = logit[outside, 0]
         for name, columns in (("persuader turns", x), ("both", np.hstack([logit, x]))):
-            z_in, z_out = _standardize(columns[inside], columns[outside])
-            w = _logistic_fit(z_in, y[inside])
+            z_in, z_out = _split_standardized(columns[inside], columns[outside])
+            w = logistic_regression(z_in, y[inside], l2=1.0, steps=30)
             scores[name][outside] = np.column_stack([np.ones(len(z_out)), z_out]) @ w
     print(
         f"P4G FullData train: {len(y)} persuadees, {int(y.sum())} donated; "

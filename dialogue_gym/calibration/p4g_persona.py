@@ -55,7 +55,9 @@ __all__ = [
     "DonorPropensity",
     "donated",
     "fit_p4g_persona",
+    "logistic_regression",
     "shipped_propensity",
+    "standardized",
     "survey_vector",
 ]
 
@@ -116,6 +118,29 @@ def _logistic(z: np.ndarray) -> np.ndarray:
     return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
+def standardized(x: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(x - mean) / scale``, with 0 (the mean) where ``x`` is missing (NaN)."""
+    return np.where(np.isnan(x), 0.0, (x - mean) / scale)
+
+
+def logistic_regression(
+    z: np.ndarray, y: np.ndarray, l2: float, steps: int = _NEWTON_STEPS
+) -> np.ndarray:
+    """L2 logistic regression of ``y`` on the columns of ``z`` by Newton's method.
+
+    Returns the weights, the (unpenalized) intercept first.
+    """
+    design = np.column_stack([np.ones(len(z)), z])
+    penalty = l2 * np.diag([0.0] + [1.0] * z.shape[1])
+    w = np.zeros(design.shape[1])
+    for _ in range(steps):
+        p = _logistic(design @ w)
+        gradient = design.T @ (p - y) + penalty @ w
+        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
+        w -= np.linalg.solve(hessian, gradient)
+    return w
+
+
 @register(
     TABLE,
     corpus="p4g",
@@ -151,17 +176,9 @@ def fit_p4g_persona(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     mean = np.round(np.asarray(np.nanmean(x, axis=0)), DIGITS)
     scale = np.round(np.asarray(np.nanstd(x, axis=0)), DIGITS)
     scale[scale == 0] = 1.0
-    z = np.where(answered, (x - mean) / scale, 0.0)
-    design = np.column_stack([np.ones(len(z)), z])
-    penalty = L2 * np.diag([0.0] + [1.0] * len(SURVEY_FIELDS))
-    w = np.zeros(design.shape[1])
-    for _ in range(_NEWTON_STEPS):
-        p = _logistic(design @ w)
-        gradient = design.T @ (p - y) + penalty @ w
-        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
-        w -= np.linalg.solve(hessian, gradient)
-    weights = np.round(w, DIGITS)
-    fitted = _logistic(design @ weights)
+    z = standardized(x, mean, scale)
+    weights = np.round(logistic_regression(z, y, L2), DIGITS)
+    fitted = _logistic(weights[0] + z @ weights[1:])
     return {
         "rule": {
             "label": "donated: donation (B6) > 0",
@@ -221,10 +238,9 @@ class DonorPropensity:
     def probability(self, profile: Mapping[str, Any]) -> float | None:
         """P(donated | survey); ``None`` when the profile answers no survey field."""
         x = np.asarray(survey_vector(profile))
-        answered = ~np.isnan(x)
-        if not answered.any():
+        if np.isnan(x).all():
             return None
-        z = np.where(answered, (np.where(answered, x, 0.0) - self.mean) / self.scale, 0.0)
+        z = standardized(x, self.mean, self.scale)
         return float(_logistic(np.asarray(self.bias + z @ self.weights)))
 
     def quantile(self, profile: Mapping[str, Any]) -> float | None:

@@ -1,36 +1,44 @@
-"""Baselines of issues 6 and 14: random, scripted, sft-retrieval and PPO planners on P4G and ESConv.
+"""Baselines of issues 6, 14 and 15: random, scripted, sft-retrieval and PPO planners, over seeds.
 
 For each task (default: P4G and ESConv) this script, in one run:
 
 1. builds an ``sft-retrieval`` index of the corpus's system turns (MiniLM);
-2. trains one PPDPP-style ``planner`` per PPO reward in ``--rewards`` (default ``success env``:
-   1 when the dialogue succeeds, and the env's own r_S): supervised pretraining on the
-   strategy-annotated corpus, then stable-baselines3 PPO against the *hard* user for
-   ``--ppo-steps`` exchanges (capped by ``--ppo-minutes`` of wall-clock). The target of issue 6
-   is to beat ``random`` on hard users within 15 minutes of CPU training, pretraining included:
-   the CPU time of every phase is printed beside its wall-clock time (on a shared machine the two
-   differ);
-3. evaluates random, scripted, sft-retrieval and every planner (rows ``planner[REWARD]``) on the
-   soft and hard users with :func:`dialogue_gym.evaluate` (same seeded episodes for every agent),
-   and prints
+2. trains, for every training seed in ``--seeds`` (default 0-4), one PPDPP-style ``planner``
+   per PPO reward in ``--rewards`` (default ``success env``: 1 when the dialogue succeeds, and
+   the env's own r_S): supervised pretraining on the strategy-annotated corpus, then
+   stable-baselines3 PPO against the *hard* user for ``--ppo-steps`` exchanges (capped by
+   ``--ppo-minutes`` of wall-clock). The target of issue 6 is to beat ``random`` on hard users
+   within 15 minutes of CPU training, pretraining included: the CPU time of every phase is
+   printed beside its wall-clock time (on a shared machine the two differ). ``--workers``
+   (task, reward, seed) jobs run at once, one torch thread each;
+3. evaluates random, scripted, sft-retrieval and every planner (rows ``planner[REWARD] seed S``)
+   on the soft and hard users with :func:`dialogue_gym.evaluate` (the same seeded episodes for
+   every agent and training seed), and prints
 
-   * one table: agent × env × SR@8, AT, RCSR@8 with 95% bootstrap CIs;
-   * the paired bootstrap difference planner − random in SR@8 on the hard users, per reward;
-   * per task, the ratio of hard-user SR of each other reward's planner to the ``success``
-     planner's, PASS at :data:`RATIO_TARGET` or above (issue 14: the env's own reward is usable
-     for RL), with the paired bootstrap difference of the two;
+   * one table: agent × env × SR@8, AT, RCSR@8 with 95% bootstrap CIs over episodes;
+   * issue 15's table over training seeds: each planner's SR@8 and RCSR@8 as the mean over
+     seeds with a Student-t interval over seeds (not pooled episodes), and the per-seed values;
+   * planner − random in hard-user SR@8, per reward, as a seed-level interval with a verdict
+     only where it excludes 0 (``random`` does not train: its SR is the same for every seed);
+   * per task, the ratio of the mean hard-user SR of each other reward's planner to the
+     ``success`` planner's, PASS at :data:`RATIO_TARGET` or above (issue 14: the env's own
+     reward is usable for RL), with the difference paired by training seed;
    * wall-clock per phase (and the machine's CPU count and load average);
    * the PPO learning curve of every planner (rollout SR per PPO update).
 
 Usage::
 
-    python benchmarks/baselines.py [--tasks P4G ESConv] [--episodes 100] [--ppo-steps 400000]
-        [--ppo-minutes 12] [--rewards success env] [--data DIR] [--out runs/baselines]
-        [--encoder minilm] [--reuse]
+    python benchmarks/baselines.py [--tasks P4G ESConv] [--seeds 0 1 2 3 4] [--workers 2]
+        [--episodes 100] [--ppo-steps 400000] [--ppo-minutes 12] [--rewards success env]
+        [--data DIR] [--out runs/baselines] [--encoder minilm] [--reuse]
 
-``--reuse`` evaluates checkpoints already in ``--out`` (``sft-TASK``, ``planner-TASK-REWARD``)
-instead of training them again, and evaluation episodes already recorded under ``--out/eval``
-(per agent and checkpoint) are not played again.
+``--reuse`` evaluates checkpoints already in ``--out`` (``sft-TASK``,
+``planner-TASK-REWARD-seedS``) instead of training them again, and evaluation episodes already
+recorded under ``--out/eval`` (per agent and checkpoint) are not played again: an interrupted
+run picks up where it stopped. Everything printed is also written to ``--out/report.json``.
+
+With the defaults the run trains 20 planners of about 13 minutes each: about 2.5 hours with two
+workers on two cores.
 
 The corpora are read from ``--data`` (default: ``$DIALOGUE_GYM_DATA``, else ``../shared/datasets``
 beside the repository). Needs ``stable-baselines3`` and the MiniLM encoder.
@@ -39,9 +47,14 @@ beside the repository). Needs ``stable-baselines3`` and the MiniLM encoder.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
+import multiprocessing
 import os
 import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +68,8 @@ EVAL_SEED = 100_000  # episode seeds far from anything used in training
 T = 8  # the exchange budget of SR@T in the paired differences (P4G's and ESConv's T)
 RATIO_TARGET = 0.9  # issue 14: hard-user SR of planner[REWARD] >= 0.9 x that of planner[success]
 BASELINE_AGENTS = ("random", "scripted", "sft-retrieval")
+
+Phases = dict[str, tuple[float, float | None]]  # phase -> (wall-clock s, CPU s of its process)
 
 
 def _default_data() -> Path:
@@ -72,12 +87,39 @@ def planner_label(reward: str) -> str:
     return f"planner[{reward}]"
 
 
-Phases = dict[str, tuple[float, float | None]]  # phase -> (wall-clock s, CPU s of this process)
-Agents = dict[str, tuple[str, Path | None]]  # label -> (agent name, checkpoint folder or None)
+def planner_dir(out: Path, task: str, reward: str, seed: int) -> Path:
+    """Where the planner of ``task`` trained with ``reward`` and training seed ``seed`` lives."""
+    return out / f"planner-{task}-{reward}-seed{seed}"
 
 
-def _reusable(folder: Path, args: argparse.Namespace) -> bool:
-    if not args.reuse:
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One agent to (train and) evaluate on a task's soft and hard users.
+
+    Attributes:
+        task: The task id (``P4G``, ``ESConv``).
+        label: The agent's label in every table (``random``, ``planner[success]`` ...).
+        agent: The registered agent name.
+        checkpoint: Its checkpoint folder (``None`` for agents without one).
+        reward: The planner's PPO reward (``None`` for the baselines).
+        seed: The planner's training seed (``None`` for the baselines, which do not train).
+    """
+
+    task: str
+    label: str
+    agent: str
+    checkpoint: Path | None = None
+    reward: str | None = None
+    seed: int | None = None
+
+    @property
+    def name(self) -> str:
+        """How the job is named on the console."""
+        return self.label if self.seed is None else f"{self.label} seed {self.seed}"
+
+
+def _reusable(folder: Path, reuse: bool) -> bool:
+    if not reuse:
         return False
     try:
         load_checkpoint(folder)
@@ -86,21 +128,10 @@ def _reusable(folder: Path, args: argparse.Namespace) -> bool:
     return True
 
 
-def train(task: str, args: argparse.Namespace, phases: Phases) -> Agents:
-    """Trains the sft-retrieval index and one planner per reward of one task.
-
-    Args:
-        task: The task id (``P4G``, ``ESConv``).
-        args: The parsed command line.
-        phases: Filled with the wall-clock and CPU seconds of every training phase.
-
-    Returns:
-        Every agent to evaluate, baselines first: label -> (agent name, checkpoint or None).
-    """
-    out = Path(args.out)
-    agents: Agents = {agent: (agent, None) for agent in BASELINE_AGENTS}
-    sft = out / f"sft-{task}"
-    if not _reusable(sft, args):
+def build_sft(task: str, args: argparse.Namespace, phases: Phases) -> Path:
+    """Builds (or, with ``--reuse``, reuses) the task's sft-retrieval index; returns its folder."""
+    sft = Path(args.out) / f"sft-{task}"
+    if not _reusable(sft, args.reuse):
         train_retrieval(
             RetrievalConfig(
                 task=task,
@@ -113,108 +144,201 @@ def train(task: str, args: argparse.Namespace, phases: Phases) -> Agents:
         )
     timings = load_checkpoint(sft).info["timings"]
     phases[f"{task}: sft-retrieval index"] = (timings["index_s"], timings.get("index_cpu_s"))
-    agents["sft-retrieval"] = ("sft-retrieval", sft)
-    for reward in args.rewards:
-        label = planner_label(reward)
-        planner = out / f"planner-{task}-{reward}"
-        if not _reusable(planner, args):
-            print(f"{task}: training {label} ({_load()})", flush=True)
-            train_planner(
-                PlannerConfig(
-                    task=task,
-                    out=planner,
-                    encoder=args.encoder,
-                    data=str(args.data),
-                    overwrite=True,
-                    tensorboard=False,
-                    user="hard",
-                    reward=reward,
-                    ppo_steps=args.ppo_steps,
-                    max_minutes=args.ppo_minutes,
-                    seed=args.seed,
-                )
-            )
-        checkpoint = load_checkpoint(planner)
-        if checkpoint.config.get("reward", "success") != reward:
-            raise ValueError(f"{planner} was not trained with --reward {reward}")
-        timings = checkpoint.info["timings"]
-        steps = checkpoint.info.get("ppo", {}).get("steps", 0)
-        for phase, key in (
-            ("corpus features", "features"),
-            ("pretraining", "pretrain"),
-            (f"PPO ({steps} steps)", "ppo"),
-        ):
-            phases[f"{task}: {label} {phase}"] = (
-                timings.get(f"{key}_s", 0),
-                timings.get(f"{key}_cpu_s"),
-            )
-        agents[label] = ("planner", planner)
-    return agents
+    return sft
 
 
-def evaluate(
-    task: str, agents: Agents, args: argparse.Namespace, phases: Phases
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Evaluates every agent on the task's soft and hard users.
+def jobs_of(task: str, sft: Path, args: argparse.Namespace) -> list[Job]:
+    """Every agent of one task: the baselines once, each planner once per (reward, seed)."""
+    jobs = [Job(task, agent, agent) for agent in BASELINE_AGENTS if agent != "sft-retrieval"]
+    jobs.append(Job(task, "sft-retrieval", "sft-retrieval", sft))
+    for seed in args.seeds:
+        for reward in args.rewards:
+            folder = planner_dir(Path(args.out), task, reward, seed)
+            jobs.append(Job(task, planner_label(reward), "planner", folder, reward, seed))
+    return jobs
+
+
+def _train(job: Job, args: argparse.Namespace, phases: Phases) -> None:
+    """Trains ``job``'s planner unless ``--reuse`` finds it; records its phases."""
+    assert job.checkpoint is not None and job.reward is not None and job.seed is not None
+    if not _reusable(job.checkpoint, args.reuse):
+        print(f"{job.task}: training {job.name} ({_load()})", flush=True)
+        train_planner(
+            PlannerConfig(
+                task=job.task,
+                out=job.checkpoint,
+                encoder=args.encoder,
+                data=str(args.data),
+                overwrite=True,
+                tensorboard=False,
+                user="hard",
+                reward=job.reward,
+                ppo_steps=args.ppo_steps,
+                max_minutes=args.ppo_minutes,
+                seed=job.seed,
+            )
+        )
+    checkpoint = load_checkpoint(job.checkpoint)
+    if checkpoint.config.get("reward", "success") != job.reward:
+        raise ValueError(f"{job.checkpoint} was not trained with --reward {job.reward}")
+    if checkpoint.config.get("seed", job.seed) != job.seed:
+        raise ValueError(f"{job.checkpoint} was not trained with seed {job.seed}")
+    timings = checkpoint.info["timings"]
+    steps = checkpoint.info.get("ppo", {}).get("steps", 0)
+    for phase, key in (
+        ("corpus features", "features"),
+        ("pretraining", "pretrain"),
+        (f"PPO ({steps} steps)", "ppo"),
+    ):
+        phases[f"{job.task}: {job.name} {phase}"] = (
+            timings.get(f"{key}_s", 0),
+            timings.get(f"{key}_cpu_s"),
+        )
+
+
+def run_job(job: Job, args: argparse.Namespace) -> dict[str, Any]:
+    """Trains (planners only) and evaluates one job on the task's soft and hard users.
+
+    Runs in a worker process when ``--workers`` > 1; torch uses one thread.
 
     Returns:
-        The summary rows and the episode records, their ``agent`` field set to the label.
+        ``summaries`` (each row tagged with the job's ``agent`` label and ``train_seed``;
+        the episode records stay in ``--out/eval``), ``phases`` and, for planners, the PPO
+        ``curve``.
     """
-    summaries: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
-    for label, (agent, checkpoint) in agents.items():
-        kwargs, run_name = {}, agent
-        if checkpoint is not None:
-            kwargs = {"checkpoint": str(checkpoint)}
-            content = load_checkpoint(checkpoint).manifest["content_hash"]
-            run_name = f"{checkpoint.name}-{content[:12]}"  # a retrained agent never resumes
-        start, cpu = time.perf_counter(), time.process_time()
-        result = dialogue_gym.evaluate(
-            agent,
-            [f"{task}-soft", f"{task}-hard"],
-            episodes=args.episodes,
-            seed=EVAL_SEED,
-            out=Path(args.out) / "eval" / task / run_name,
-            env_kwargs={"encoder": args.encoder},
-            agent_kwargs=kwargs,
-            progress=False,
-        )
-        phases[f"{task}: evaluate {label}"] = (
-            time.perf_counter() - start,
-            time.process_time() - cpu,
-        )
-        summaries += [{**row, "agent": label} for row in result.summaries]
-        records += [{**record, "agent": label} for record in result.records]
-    return summaries, records
+    import torch
 
-
-def paired_sr(records: list[dict[str, Any]], env_id: str, a: str, b: str) -> str:
-    """Agent ``a`` − agent ``b`` SR@T on the same episodes of ``env_id``, paired bootstrap CI."""
-    by_agent: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        if record["env_id"] == env_id:
-            by_agent.setdefault(record["agent"], []).append(record)
-    pairs = metrics.pair_records(by_agent[a], by_agent[b], key=("seed",))
-    diff = metrics.paired_bootstrap_diff(
-        [float(metrics.success_within(x, T)) for x, _ in pairs],
-        [float(metrics.success_within(y, T)) for _, y in pairs],
+    torch.set_num_threads(1)
+    phases: Phases = {}
+    if job.reward is not None:
+        _train(job, args, phases)
+    kwargs, run_name = {}, job.agent
+    if job.checkpoint is not None:
+        kwargs = {"checkpoint": str(job.checkpoint)}
+        content = load_checkpoint(job.checkpoint).manifest["content_hash"]
+        run_name = f"{job.checkpoint.name}-{content[:12]}"  # a retrained agent never resumes
+    start, cpu = time.perf_counter(), time.process_time()
+    result = dialogue_gym.evaluate(
+        job.agent,
+        [f"{job.task}-soft", f"{job.task}-hard"],
+        episodes=args.episodes,
+        seed=EVAL_SEED,
+        out=Path(args.out) / "eval" / job.task / run_name,
+        env_kwargs={"encoder": args.encoder},
+        agent_kwargs=kwargs,
+        progress=False,
     )
+    phases[f"{job.task}: evaluate {job.name}"] = (
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+    )
+    tag = {"agent": job.label, "train_seed": job.seed}
+    curve = []
+    if job.checkpoint is not None and job.reward is not None:
+        curve = load_checkpoint(job.checkpoint).info.get("ppo", {}).get("curve", [])
+    print(f"{job.task}: {job.name} evaluated ({_load()})", flush=True)
+    return {
+        "job": job,
+        "summaries": [{**row, **tag} for row in result.summaries],
+        "phases": phases,
+        "curve": curve,
+    }
+
+
+def run_all(jobs: Sequence[Job], args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """Runs ``jobs`` (in ``--workers`` processes when more than one), yielding as they finish.
+
+    A worker that dies (killed, out of memory) stops the run with ``BrokenProcessPool``
+    instead of leaving it waiting; finished jobs are kept in ``--out`` for ``--reuse``.
+    """
+    if args.workers <= 1:
+        for job in jobs:
+            yield run_job(job, args)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
+        futures = [pool.submit(run_job, job, args) for job in jobs]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+# -- analysis ---------------------------------------------------------------------------------
+
+
+def _by_seed(rows: Sequence[dict[str, Any]], env_id: str, label: str, metric: str) -> dict:
+    """``{train seed: value of metric}`` of ``label``'s summary rows on ``env_id``."""
+    return {
+        row.get("train_seed"): float(row[metric])
+        for row in rows
+        if row["env_id"] == env_id and row["agent"] == label
+    }
+
+
+def _interval(values: Sequence[float]) -> str:
+    ci = metrics.seed_level_ci(values)
+    return f"{ci.mean:.2f} [{ci.low:.2f}, {ci.high:.2f}]"
+
+
+def seed_table(
+    summaries: Sequence[dict[str, Any]], tasks: Sequence[str], rewards: Sequence[str]
+) -> str:
+    """Each planner's SR@T and RCSR@T over training seeds: mean [t-interval] and per-seed values."""
+    lines = [
+        f"{'agent':<18} {'env':<16} {'seeds':>5}  {'SR@T over seeds':<20} "
+        f"{'RCSR@T over seeds':<20} per-seed SR / RCSR"
+    ]
+    for task in tasks:
+        for user in ("soft", "hard"):
+            env_id = f"{task}-{user}-v0"
+            for reward in rewards:
+                label = planner_label(reward)
+                sr = _by_seed(summaries, env_id, label, "sr")
+                rcsr = _by_seed(summaries, env_id, label, "rcsr")
+                if not sr:
+                    continue
+                seeds = sorted(sr)
+                each = "  ".join(f"{sr[s]:.2f}/{rcsr[s]:.2f}" for s in seeds)
+                lines.append(
+                    f"{label:<18} {env_id:<16} {len(seeds):>5}  "
+                    f"{_interval([sr[s] for s in seeds]):<20} "
+                    f"{_interval([rcsr[s] for s in seeds]):<20} {each}"
+                )
+    return "\n".join(lines)
+
+
+def _verdict(low: float, high: float) -> str:
+    return "holds" if low > 0 else "reversed" if high < 0 else "inconclusive"
+
+
+def planner_vs_random(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> str:
+    """Planner − random SR@T on ``env_id`` over training seeds, with a verdict.
+
+    ``random`` does not train, so each seed's difference is that seed's planner SR minus the
+    one random SR (on the same seeded episodes).
+    """
+    planner = _by_seed(summaries, env_id, planner_label(reward), "sr")
+    random_sr = _by_seed(summaries, env_id, "random", "sr")[None]
+    seeds = sorted(planner)
+    diff = metrics.paired_seed_diff([planner[s] for s in seeds], [random_sr] * len(seeds))
     return (
-        f"{env_id}: {a} − {b} SR@{T} = {diff.mean:+.2f} [{diff.low:+.2f}, {diff.high:+.2f}]"
-        f" (paired bootstrap, p = {diff.p_value:.4f}, n = {diff.n})"
+        f"{env_id}: {planner_label(reward)} − random SR@{T} = {diff.mean:+.2f} "
+        f"[{diff.low:+.2f}, {diff.high:+.2f}] (over training seeds, n = {diff.n}) -> "
+        f"{_verdict(diff.low, diff.high)}"
     )
 
 
-def sr_ratio(summaries: list[dict[str, Any]], env_id: str, reward: str) -> tuple[float, str]:
-    """Hard-user SR of ``planner[reward]`` over that of ``planner[success]``, with the verdict.
+def sr_ratio(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> tuple[float, str]:
+    """Mean hard-user SR of ``planner[reward]`` over that of ``planner[success]``, with the verdict.
+
+    The means are over training seeds (one row per seed; a row without a seed is one seed).
 
     Returns:
         ``(ratio, line)``: the ratio (``nan`` when neither planner ever succeeds, ``inf`` when
         only ``planner[reward]`` does) and a printable line ending in PASS or MISS (at
         :data:`RATIO_TARGET`).
     """
-    sr = {row["agent"]: row["sr"] for row in summaries if row["env_id"] == env_id}
-    num, den = sr[planner_label(reward)], sr[planner_label("success")]
+    num = _mean(_by_seed(summaries, env_id, planner_label(reward), "sr").values())
+    den = _mean(_by_seed(summaries, env_id, planner_label("success"), "sr").values())
     ratio = num / den if den > 0 else (math.inf if num > 0 else math.nan)
     verdict = "PASS" if ratio >= RATIO_TARGET else "MISS"  # nan (both 0) is a MISS
     return ratio, (
@@ -223,10 +347,26 @@ def sr_ratio(summaries: list[dict[str, Any]], env_id: str, reward: str) -> tuple
     )
 
 
-def learning_curve(planner: Path, every: int | None) -> str:
-    """The rollout SR per PPO update, every ``every``-th update (default: ~25 rows), as text."""
-    curve = load_checkpoint(planner).info.get("ppo", {}).get("curve", [])
-    every = every or max(1, len(curve) // 25)
+def _mean(values: Any) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else math.nan
+
+
+def paired_by_seed(summaries: Sequence[dict[str, Any]], env_id: str, a: str, b: str) -> str:
+    """Agent ``a`` − agent ``b`` SR@T on ``env_id``, paired by training seed, with a verdict."""
+    sr_a, sr_b = (_by_seed(summaries, env_id, label, "sr") for label in (a, b))
+    seeds = sorted(set(sr_a) & set(sr_b))
+    diff = metrics.paired_seed_diff([sr_a[s] for s in seeds], [sr_b[s] for s in seeds])
+    return (
+        f"{env_id}: {a} − {b} SR@{T} = {diff.mean:+.2f} [{diff.low:+.2f}, {diff.high:+.2f}] "
+        f"(paired by training seed, p = {diff.p_value:.4f}, n = {diff.n}) -> "
+        f"{_verdict(diff.low, diff.high)}"
+    )
+
+
+def learning_curve(curve: Sequence[dict[str, Any]], every: int | None) -> str:
+    """The rollout SR per PPO update, every ``every``-th update (default: ~10 rows), as text."""
+    every = every or max(1, len(curve) // 10)
     rows = [
         f"  update {int(p['update']):>4}  steps {int(p['steps']):>7}  rollout SR "
         f"{p['rollout_sr']:.2f}  RCSR {p['rollout_rcsr']:.2f}  return {p['return']:+.2f}"
@@ -240,6 +380,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line of the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=["P4G", "ESConv"])
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0, 1, 2, 3, 4],
+        help="training seeds of the planners (the intervals are over them)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="jobs run at once (processes)")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--ppo-steps", type=int, default=400_000)
     parser.add_argument("--ppo-minutes", type=float, default=12.0, help="wall-clock cap")
@@ -253,69 +401,96 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--data", type=Path, default=_default_data())
     parser.add_argument("--out", type=Path, default=Path("runs/baselines"))
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--curve-every", type=int, default=None, help="print every n-th update (default: ~25 rows)"
+        "--curve-every", type=int, default=None, help="print every n-th update (default: ~10 rows)"
     )
     parser.add_argument("--reuse", action="store_true", help="evaluate existing checkpoints")
     args = parser.parse_args(argv)
     args.rewards = list(dict.fromkeys(args.rewards))  # each reward once, in the given order
+    args.seeds = list(dict.fromkeys(args.seeds))
+    if args.workers < 1:
+        parser.error("--workers: at least 1")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     """Trains, evaluates and prints everything (see the module docstring)."""
     args = parse_args(argv)
-    print(f"start: {_load()}", flush=True)
+    print(
+        f"start: seeds {args.seeds}, rewards {args.rewards}, {args.workers} workers "
+        f"(torch 1 thread each), {_load()}",
+        flush=True,
+    )
+    start = time.perf_counter()
     phases: Phases = {}
-    summaries: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
-    curves: dict[str, str] = {}
-    for task in args.tasks:
-        agents = train(task, args, phases)
-        for reward in args.rewards:
-            checkpoint = agents[planner_label(reward)][1]
-            assert checkpoint is not None
-            curves[f"{task}-hard, {planner_label(reward)}"] = learning_curve(
-                checkpoint, args.curve_every
-            )
-        task_summaries, task_records = evaluate(task, agents, args, phases)
-        summaries += task_summaries
-        records += task_records
-        print(f"{task} done: {_load()}", flush=True)
+    jobs = [
+        job for task in args.tasks for job in jobs_of(task, build_sft(task, args, phases), args)
+    ]
+    results = sorted(run_all(jobs, args), key=lambda r: jobs.index(r["job"]))
+    summaries = [row for r in results for row in r["summaries"]]
+    for r in results:
+        phases.update(r["phases"])
 
+    shown = [
+        {
+            **row,
+            "agent": row["agent"]
+            + ("" if row["train_seed"] is None else f" seed {row['train_seed']}"),
+        }
+        for row in summaries
+    ]
     print("\n== Results (95% bootstrap CIs over episodes) ==")
-    print(metrics.format_table(summaries, ["agent", "env_id", "n", "sr", "at", "rcsr"]))
-    print()
+    print(metrics.format_table(shown, ["agent", "env_id", "n", "sr", "at", "rcsr"]))
+    print("\n== Planners over training seeds (mean [95% Student-t interval over seeds]) ==")
+    print(seed_table(summaries, args.tasks, args.rewards))
+    verdicts = []
     for task in args.tasks:
         for reward in args.rewards:
-            print(paired_sr(records, f"{task}-hard-v0", planner_label(reward), "random"))
+            verdicts.append(planner_vs_random(summaries, f"{task}-hard-v0", reward))
     others = [r for r in args.rewards if r != "success"]
     if "success" in args.rewards and others:
-        print(f"\n== Hard-user SR of each planner over planner[success] (target {RATIO_TARGET}) ==")
         for task in args.tasks:
             for reward in others:
                 env_id = f"{task}-hard-v0"
-                print(sr_ratio(summaries, env_id, reward)[1])
-                print(
+                verdicts.append(sr_ratio(summaries, env_id, reward)[1])
+                verdicts.append(
                     "  "
-                    + paired_sr(records, env_id, planner_label(reward), planner_label("success"))
+                    + paired_by_seed(
+                        summaries, env_id, planner_label(reward), planner_label("success")
+                    )
                 )
-    print("\n== Time per phase (wall-clock / CPU of this process) ==")
+    print(f"\n== Verdicts (hard users; ratio target {RATIO_TARGET}) ==")
+    print("\n".join(verdicts))
+    print("\n== Time per phase (wall-clock / CPU of its process) ==")
     width = max((len(phase) for phase in phases), default=0)
     for phase, (wall, cpu) in phases.items():
         cpu_text = "n/a" if cpu is None else f"{cpu:8.1f} s"
         print(f"  {phase:<{width}} {wall:8.1f} s / {cpu_text}")
     for task in args.tasks:
         for reward in args.rewards:
-            prefix = f"{task}: {planner_label(reward)} "
-            training = [v for k, v in phases.items() if k.startswith(prefix)]
-            wall, cpu = sum(w for w, _ in training), sum(c or 0.0 for _, c in training)
-            print(f"  {prefix}training in all: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU")
-    print(f"  ({_load()})")
-    for name, curve in curves.items():
-        print(f"\n== PPO learning curve, {name} (rollout SR per PPO update) ==")
-        print(curve)
+            for seed in args.seeds:
+                prefix = f"{task}: {planner_label(reward)} seed {seed} "
+                training = [
+                    v for k, v in phases.items() if k.startswith(prefix) and "evaluate" not in k
+                ]
+                wall, cpu = sum(w for w, _ in training), sum(c or 0.0 for _, c in training)
+                print(
+                    f"  {prefix}training in all: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU"
+                )
+    elapsed = time.perf_counter() - start
+    print(f"  wall-clock of this run {elapsed / 60:.1f} min ({_load()})")
+    for r in results:
+        if r["job"].reward is not None:
+            print(f"\n== PPO learning curve, {r['job'].task}-hard, {r['job'].name} ==")
+            print(learning_curve(r["curve"], args.curve_every))
+    report = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "summaries": summaries,
+        "verdicts": verdicts,
+        "wall_s": elapsed,
+    }
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 For each task (default: P4G and ESConv) this script, in one run:
 
-1. builds an ``sft-retrieval`` index of the corpus's system turns (MiniLM);
+1. builds an ``sft-retrieval`` index of the corpus's system turns (MiniLM; a job of its own);
 2. trains, for every training seed in ``--seeds`` (default 0-4), one PPDPP-style ``planner``
    per PPO reward in ``--rewards`` (default ``success env``: 1 when the dialogue succeeds, and
    the env's own r_S): supervised pretraining on the strategy-annotated corpus, then
@@ -128,32 +128,33 @@ def _reusable(folder: Path, reuse: bool) -> bool:
     return True
 
 
-def build_sft(task: str, args: argparse.Namespace, phases: Phases) -> Path:
-    """Builds (or, with ``--reuse``, reuses) the task's sft-retrieval index; returns its folder."""
-    sft = Path(args.out) / f"sft-{task}"
-    if not _reusable(sft, args.reuse):
+def _build_sft(job: Job, args: argparse.Namespace, phases: Phases) -> None:
+    """Builds ``job``'s sft-retrieval index unless ``--reuse`` finds it; records its phase."""
+    assert job.checkpoint is not None
+    if not _reusable(job.checkpoint, args.reuse):
+        print(f"{job.task}: building the sft-retrieval index ({_load()})", flush=True)
         train_retrieval(
             RetrievalConfig(
-                task=task,
-                out=sft,
+                task=job.task,
+                out=job.checkpoint,
                 encoder=args.encoder,
                 data=str(args.data),
                 overwrite=True,
                 tensorboard=False,
             )
         )
-    timings = load_checkpoint(sft).info["timings"]
-    phases[f"{task}: sft-retrieval index"] = (timings["index_s"], timings.get("index_cpu_s"))
-    return sft
+    timings = load_checkpoint(job.checkpoint).info["timings"]
+    phases[f"{job.task}: sft-retrieval index"] = (timings["index_s"], timings.get("index_cpu_s"))
 
 
-def jobs_of(task: str, sft: Path, args: argparse.Namespace) -> list[Job]:
+def jobs_of(task: str, args: argparse.Namespace) -> list[Job]:
     """Every agent of one task: the baselines once, each planner once per (reward, seed)."""
+    out = Path(args.out)
     jobs = [Job(task, agent, agent) for agent in BASELINE_AGENTS if agent != "sft-retrieval"]
-    jobs.append(Job(task, "sft-retrieval", "sft-retrieval", sft))
+    jobs.append(Job(task, "sft-retrieval", "sft-retrieval", out / f"sft-{task}"))
     for seed in args.seeds:
         for reward in args.rewards:
-            folder = planner_dir(Path(args.out), task, reward, seed)
+            folder = planner_dir(out, task, reward, seed)
             jobs.append(Job(task, planner_label(reward), "planner", folder, reward, seed))
     return jobs
 
@@ -197,7 +198,7 @@ def _train(job: Job, args: argparse.Namespace, phases: Phases) -> None:
 
 
 def run_job(job: Job, args: argparse.Namespace) -> dict[str, Any]:
-    """Trains (planners only) and evaluates one job on the task's soft and hard users.
+    """Trains (planners; sft-retrieval builds its index) and evaluates one job, soft and hard.
 
     Runs in a worker process when ``--workers`` > 1; torch uses one thread.
 
@@ -212,6 +213,8 @@ def run_job(job: Job, args: argparse.Namespace) -> dict[str, Any]:
     phases: Phases = {}
     if job.reward is not None:
         _train(job, args, phases)
+    elif job.agent == "sft-retrieval":
+        _build_sft(job, args, phases)
     kwargs, run_name = {}, job.agent
     if job.checkpoint is not None:
         kwargs = {"checkpoint": str(job.checkpoint)}
@@ -423,9 +426,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     start = time.perf_counter()
     phases: Phases = {}
-    jobs = [
-        job for task in args.tasks for job in jobs_of(task, build_sft(task, args, phases), args)
-    ]
+    jobs = [job for task in args.tasks for job in jobs_of(task, args)]
     results = sorted(run_all(jobs, args), key=lambda r: jobs.index(r["job"]))
     summaries = [row for r in results for row in r["summaries"]]
     for r in results:

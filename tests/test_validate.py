@@ -290,7 +290,11 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
         assert row["replay"]["success_turn"] == (2 if donor else None)
         assert row["reference_replay"] is not None
         assert 0.0 <= row["replay"]["start_willingness"] <= 1.0
+        replay = row["replay"]
+        change = replay["willingness"] - replay["start_willingness"]
+        assert replay["willingness_change"] == pytest.approx(change)
     assert "persona AUC: starting willingness -> real success" in cells
+    assert "dynamics AUC: willingness change -> real success" in cells
     held_texts = {t.text for d in held_out for t in d.turns}
     assert fitted_texts and not any(
         piece in held_texts for text in fitted_texts for piece in text.split("\n")

@@ -48,6 +48,9 @@ def play(
             break
     willingness = env.user.privileged().get("willingness")
     row["willingness"] = None if willingness is None else float(willingness)
+    # What the dialogue did to the user, apart from where it started.
+    change = None if willingness is None or start is None else float(willingness) - float(start)
+    row["willingness_change"] = change
     return row
 
 

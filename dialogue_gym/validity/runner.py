@@ -7,7 +7,8 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
 1. **human replay** — the real system-side turns are replayed one per exchange (at most the
    env's budget T, 8 by default; a dialogue with fewer system turns stops early) against the
    simulated user: simulated success, final progress s and final willingness (and, apart
-   from the dynamics, the pinned user's starting willingness: what the persona alone says);
+   from the dynamics, the pinned user's starting willingness: what the persona alone says;
+   apart from the persona, the change in willingness: what the replayed turns alone did);
 2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
    same episode seeds;
 3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
@@ -334,6 +335,11 @@ def _cells(
     start = _cell(_auc, rows, "replay.start_willingness", real, n_resamples, seed)
     if start.n:
         add("persona AUC: starting willingness -> real success", start)
+    # ... and what the replayed turns did to it: final s is progress relative to the user's own
+    # start (MASP's s), so it carries only this part, never who the user is.
+    change = _cell(_auc, rows, "replay.willingness_change", real, n_resamples, seed)
+    if change.n:
+        add("dynamics AUC: willingness change -> real success", change)
     for label, path in (("final s", "replay.s"), ("sim success", "replay.success")):
         sim = _cell(spearman, rows, path, "real_amount", n_resamples, seed)
         if sim.n == 0:

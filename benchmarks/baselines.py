@@ -128,21 +128,24 @@ def _reusable(folder: Path, reuse: bool) -> bool:
     return True
 
 
+def _options(job: Job, args: argparse.Namespace) -> dict[str, Any]:
+    """What every checkpoint of this benchmark is trained with: task, folder, encoder, data."""
+    return {
+        "task": job.task,
+        "out": job.checkpoint,
+        "encoder": args.encoder,
+        "data": str(args.data),
+        "overwrite": True,
+        "tensorboard": False,
+    }
+
+
 def _build_sft(job: Job, args: argparse.Namespace, phases: Phases) -> None:
     """Builds ``job``'s sft-retrieval index unless ``--reuse`` finds it; records its phase."""
     assert job.checkpoint is not None
     if not _reusable(job.checkpoint, args.reuse):
         print(f"{job.task}: building the sft-retrieval index ({_load()})", flush=True)
-        train_retrieval(
-            RetrievalConfig(
-                task=job.task,
-                out=job.checkpoint,
-                encoder=args.encoder,
-                data=str(args.data),
-                overwrite=True,
-                tensorboard=False,
-            )
-        )
+        train_retrieval(RetrievalConfig(**_options(job, args)))
     timings = load_checkpoint(job.checkpoint).info["timings"]
     phases[f"{job.task}: sft-retrieval index"] = (timings["index_s"], timings.get("index_cpu_s"))
 
@@ -166,12 +169,7 @@ def _train(job: Job, args: argparse.Namespace, phases: Phases) -> None:
         print(f"{job.task}: training {job.name} ({_load()})", flush=True)
         train_planner(
             PlannerConfig(
-                task=job.task,
-                out=job.checkpoint,
-                encoder=args.encoder,
-                data=str(args.data),
-                overwrite=True,
-                tensorboard=False,
+                **_options(job, args),
                 user="hard",
                 reward=job.reward,
                 ppo_steps=args.ppo_steps,

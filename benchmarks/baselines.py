@@ -277,7 +277,14 @@ def _by_seed(rows: Sequence[dict[str, Any]], env_id: str, label: str, metric: st
 
 def _interval(values: Sequence[float]) -> str:
     ci = metrics.seed_level_ci(values)
-    return f"{ci.mean:.2f} [{ci.low:.2f}, {ci.high:.2f}]"
+    return f"{ci.mean:.2f} {_bounds(ci.low, ci.high, '.2f')}"
+
+
+def _bounds(low: float, high: float, spec: str) -> str:
+    """``[low, high]``, or ``(one seed)`` where an interval over seeds cannot exist."""
+    if math.isinf(low) or math.isinf(high):
+        return "(one seed)"
+    return f"[{low:{spec}}, {high:{spec}}]"
 
 
 def seed_table(
@@ -323,7 +330,7 @@ def planner_vs_random(summaries: Sequence[dict[str, Any]], env_id: str, reward: 
     diff = metrics.paired_seed_diff([planner[s] for s in seeds], [random_sr] * len(seeds))
     return (
         f"{env_id}: {planner_label(reward)} − random SR@{T} = {diff.mean:+.2f} "
-        f"[{diff.low:+.2f}, {diff.high:+.2f}] (over training seeds, n = {diff.n}) -> "
+        f"{_bounds(diff.low, diff.high, '+.2f')} (over training seeds, n = {diff.n}) -> "
         f"{_verdict(diff.low, diff.high)}"
     )
 
@@ -359,7 +366,7 @@ def paired_by_seed(summaries: Sequence[dict[str, Any]], env_id: str, a: str, b: 
     seeds = sorted(set(sr_a) & set(sr_b))
     diff = metrics.paired_seed_diff([sr_a[s] for s in seeds], [sr_b[s] for s in seeds])
     return (
-        f"{env_id}: {a} − {b} SR@{T} = {diff.mean:+.2f} [{diff.low:+.2f}, {diff.high:+.2f}] "
+        f"{env_id}: {a} − {b} SR@{T} = {diff.mean:+.2f} {_bounds(diff.low, diff.high, '+.2f')} "
         f"(paired by training seed, p = {diff.p_value:.4f}, n = {diff.n}) -> "
         f"{_verdict(diff.low, diff.high)}"
     )

@@ -116,6 +116,8 @@ def test_seed_table_gives_intervals_over_seeds(bench):
     assert " 0.30 [" in line  # mean of the two seeds with a t-interval
     assert "0.20/0.10  0.40/0.20" in line  # per-seed SR / RCSR
     assert "P4G-soft-v0" not in table  # no rows, no line
+    one = bench.seed_table(rows[:1], ["P4G"], ["success"])
+    assert "0.20 (one seed)" in one  # no interval over a single seed
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason=f"corpus copies not found at {DATA}")

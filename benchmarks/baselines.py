@@ -37,7 +37,7 @@ Usage::
 recorded under ``--out/eval`` (per agent and checkpoint) are not played again: an interrupted
 run picks up where it stopped. Everything printed is also written to ``--out/report.json``.
 
-With the defaults the run trains 20 planners of about 13 minutes each: about 2.5 hours with two
+With the defaults the run trains 20 planners of 5-10 minutes each: about 1.5 hours with two
 workers on two cores.
 
 The corpora are read from ``--data`` (default: ``$DIALOGUE_GYM_DATA``, else ``../shared/datasets``

@@ -121,22 +121,25 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-SIGNAL_GRACE = 0.3
+SIGNAL_GRACE = 1.0
 """Seconds the CLI may take to act on a signal. Python runs signal handlers on the main thread
 between bytecodes, so a signal that lands while that thread is inside a journal ``fsync`` (a
-record is durable before the next episode starts) waits for the disk: seen once in CI, about
-0.2 s with 29 requests started meanwhile at 20 ms each. The server's latency is well above it
-per episode (8 requests x 0.1 s), so episodes that kept running would still be caught."""
+record is durable before the next episode starts) waits for the disk: seen in CI at about 0.2 s
+and, on a loaded 2-core runner, 0.8 s. The episodes are made long enough (20 exchanges at
+0.3 s per request) that in-flight episodes which kept running after the signal still start
+many requests after this grace (checked by disabling the stop event: the test fails)."""
+LATENCY = 0.3
+EXCHANGES = 20
 
 
 def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
-    threads, total = 4, 60
-    with TestServer(latency=0.1) as server:  # echo replies, 100 ms each
+    threads, total = 4, 12
+    with TestServer(latency=LATENCY) as server:  # echo replies
         out = tmp_path / "run"
         argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard"]
         argv += ["--agent", "openai:test-model", "--base-url", server.url, "--encoder", "hashing"]
         argv += ["--episodes", str(total), "--concurrency", str(threads), "--out", str(out)]
-        argv += ["--no-progress"]
+        argv += ["--env-option", f"max_exchanges={EXCHANGES}", "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test-sigint", "OMP_NUM_THREADS": "1"}
         proc = subprocess.Popen(
             argv,

@@ -314,25 +314,13 @@ def seed_table(
     return "\n".join(lines)
 
 
-def _verdict(low: float, high: float) -> str:
-    return "holds" if low > 0 else "reversed" if high < 0 else "inconclusive"
-
-
 def planner_vs_random(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> str:
     """Planner − random SR@T on ``env_id`` over training seeds, with a verdict.
 
-    ``random`` does not train, so each seed's difference is that seed's planner SR minus the
-    one random SR (on the same seeded episodes).
+    ``random`` does not train: each seed's planner SR is paired with its one SR (on the same
+    seeded episodes).
     """
-    planner = _by_seed(summaries, env_id, planner_label(reward), "sr")
-    random_sr = _by_seed(summaries, env_id, "random", "sr")[None]
-    seeds = sorted(planner)
-    diff = metrics.paired_seed_diff([planner[s] for s in seeds], [random_sr] * len(seeds))
-    return (
-        f"{env_id}: {planner_label(reward)} − random SR@{T} = {diff.mean:+.2f} "
-        f"{_bounds(diff.low, diff.high, '+.2f')} (over training seeds, n = {diff.n}) -> "
-        f"{_verdict(diff.low, diff.high)}"
-    )
+    return paired_by_seed(summaries, env_id, planner_label(reward), "random")
 
 
 def sr_ratio(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> tuple[float, str]:
@@ -345,8 +333,10 @@ def sr_ratio(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> t
         only ``planner[reward]`` does) and a printable line ending in PASS or MISS (at
         :data:`RATIO_TARGET`).
     """
-    num = _mean(_by_seed(summaries, env_id, planner_label(reward), "sr").values())
-    den = _mean(_by_seed(summaries, env_id, planner_label("success"), "sr").values())
+    num, den = (
+        metrics.seed_level_ci(list(_by_seed(summaries, env_id, label, "sr").values())).mean
+        for label in (planner_label(reward), planner_label("success"))
+    )
     ratio = num / den if den > 0 else (math.inf if num > 0 else math.nan)
     verdict = "PASS" if ratio >= RATIO_TARGET else "MISS"  # nan (both 0) is a MISS
     return ratio, (
@@ -355,20 +345,19 @@ def sr_ratio(summaries: Sequence[dict[str, Any]], env_id: str, reward: str) -> t
     )
 
 
-def _mean(values: Any) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else math.nan
-
-
 def paired_by_seed(summaries: Sequence[dict[str, Any]], env_id: str, a: str, b: str) -> str:
-    """Agent ``a`` − agent ``b`` SR@T on ``env_id``, paired by training seed, with a verdict."""
+    """Agent ``a`` − agent ``b`` SR@T on ``env_id``, paired by training seed, with a verdict.
+
+    An agent that does not train (one row, no seed) is paired with every seed of the other.
+    """
     sr_a, sr_b = (_by_seed(summaries, env_id, label, "sr") for label in (a, b))
+    if set(sr_b) == {None}:
+        sr_b = dict.fromkeys(sr_a, sr_b[None])
     seeds = sorted(set(sr_a) & set(sr_b))
     diff = metrics.paired_seed_diff([sr_a[s] for s in seeds], [sr_b[s] for s in seeds])
     return (
         f"{env_id}: {a} − {b} SR@{T} = {diff.mean:+.2f} {_bounds(diff.low, diff.high, '+.2f')} "
-        f"(paired by training seed, p = {diff.p_value:.4f}, n = {diff.n}) -> "
-        f"{_verdict(diff.low, diff.high)}"
+        f"(paired by training seed, p = {diff.p_value:.4f}, n = {diff.n}) -> {diff.verdict}"
     )
 
 
@@ -476,9 +465,7 @@ def main(argv: list[str] | None = None) -> None:
         for reward in args.rewards:
             for seed in args.seeds:
                 prefix = f"{task}: {planner_label(reward)} seed {seed} "
-                training = [
-                    v for k, v in phases.items() if k.startswith(prefix) and "evaluate" not in k
-                ]
+                training = [v for k, v in phases.items() if k.startswith(prefix)]
                 wall, cpu = sum(w for w, _ in training), sum(c or 0.0 for _, c in training)
                 print(
                     f"  {prefix}training in all: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU"

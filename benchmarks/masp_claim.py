@@ -304,8 +304,7 @@ def verdict(a: np.ndarray, b: np.ndarray) -> tuple[Any, str]:
 
     keep = ~(np.isnan(a) | np.isnan(b))
     diff = metrics.paired_seed_diff(a[keep], b[keep])
-    word = "holds" if diff.low > 0 else "reversed" if diff.high < 0 else "inconclusive"
-    return diff, word
+    return diff, diff.verdict
 
 
 def _fmt(diff: Any) -> str:

@@ -94,3 +94,10 @@ def test_paired_seed_diff_edge_cases() -> None:
     assert one.p_value == 1.0 and math.isinf(one.high)
     with pytest.raises(ValueError, match="one value per seed"):
         metrics.paired_seed_diff([0.1, 0.2], [0.1])
+
+
+def test_paired_diff_verdict_needs_the_interval_to_exclude_zero() -> None:
+    assert metrics.paired_seed_diff([0.5, 0.6, 0.7], [0.3, 0.4, 0.5]).verdict == "holds"
+    assert metrics.paired_seed_diff([0.3, 0.4, 0.5], [0.5, 0.6, 0.7]).verdict == "reversed"
+    assert metrics.paired_seed_diff([0.1, 0.6, 0.2], [0.3, 0.4, 0.5]).verdict == "inconclusive"
+    assert metrics.paired_seed_diff([0.5], [0.3]).verdict == "inconclusive"  # one seed

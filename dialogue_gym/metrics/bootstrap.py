@@ -69,6 +69,14 @@ class PairedDiff:
             f"(p={self.p_value:.3g}, n={self.n})"
         )
 
+    @property
+    def verdict(self) -> str:
+        """``holds`` (interval above 0), ``reversed`` (below 0) or ``inconclusive``.
+
+        The benchmarks state a claim only where the interval excludes 0.
+        """
+        return "holds" if self.low > 0 else "reversed" if self.high < 0 else "inconclusive"
+
 
 def _check_bootstrap_args(n_resamples: int, confidence: float) -> None:
     if n_resamples < 1:

@@ -4,11 +4,13 @@
 (:func:`run_episode`), the vector loop (:func:`run_vectorized`), the threaded loop
 (:func:`run_threaded`) and the Ray workers write the same record for the same episode.
 
-Stopping: :func:`run_threaded` plays its jobs on worker threads and, on any exception in the
-driving thread (Ctrl-C, a failed write), cancels the jobs not started and tells the running
-ones to stop before their next step (:class:`EpisodeStopped`): no episode starts after the
-signal and at most one step per worker is still in flight. Episodes that end while it waits
-are recorded on Ctrl-C; the abandoned ones are not recorded and play again on resume.
+Stopping: :func:`run_threaded` plays its jobs on worker threads, writes their records on a
+writer thread and, on any exception (Ctrl-C in the driving thread, which only waits, so the
+signal takes effect even during a slow write; a failed write), cancels the jobs not started and
+tells the running ones to stop before their next step (:class:`EpisodeStopped`): no episode
+starts after the signal and at most one step per worker is still in flight. Episodes that end
+while it waits are recorded on Ctrl-C; the abandoned ones are not recorded and play again on
+resume.
 """
 
 from __future__ import annotations
@@ -332,19 +334,30 @@ def merge_usage(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, A
     return total
 
 
+_POLL_SECONDS = 0.2
+"""How often the driving thread wakes while it waits on episodes and writes. A signal lands
+on whichever thread the kernel picks and Python runs its handler on the main thread only when
+that thread next runs bytecode; waking it now and then bounds how late Ctrl-C takes effect."""
+
+
 def run_threaded(
     todo: Sequence[Job],
     play: Callable[[Job, threading.Event], dict[str, Any]],
     finish: Callable[[Job, dict[str, Any]], None],
     threads: int,
 ) -> None:
-    """Plays ``todo`` on ``threads`` worker threads; ``finish`` runs on this thread.
+    """Plays ``todo`` on ``threads`` worker threads and hands each record to ``finish``.
+
+    ``finish`` runs on one writer thread, never two calls at once, in completion order; the
+    calling thread only waits, so Ctrl-C stops the workers at once even while ``finish`` is
+    inside a slow write (a journal ``fsync`` on a busy disk can take seconds). Once stopped,
+    it waits for the write in progress: records stay whole.
 
     Args:
         todo: The episodes.
         play: Plays one job on the calling worker thread and returns its record; it should
             pass the event to :func:`run_episode` (set when the run stops).
-        finish: Takes each record, in completion order, on the calling thread.
+        finish: Takes each record, in completion order, one call at a time.
         threads: Worker threads.
 
     Raises:
@@ -354,14 +367,16 @@ def run_threaded(
     """
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="episode")
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episode-writer")
     queue = iter(todo)
-    futures: dict[Future[dict[str, Any]], Job] = {}
-    handled: set[Future[dict[str, Any]]] = set()
+    running: dict[Future[dict[str, Any]], Job] = {}
+    ended: list[tuple[Job, dict[str, Any]]] = []  # played, not yet handed to ``finish``
+    writing: Future[None] | None = None
 
     def submit_next() -> None:
         job = next(queue, None)
         if job is not None:
-            futures[pool.submit(play, job, stop)] = job
+            running[pool.submit(play, job, stop)] = job
 
     # A sliding window: a new episode starts only when a finished one has been taken by
     # ``finish``, so workers never run ahead of the journal. When the run stops (Ctrl-C, a
@@ -369,26 +384,35 @@ def run_threaded(
     for _ in range(threads):
         submit_next()
     try:
-        while len(handled) < len(futures):
-            running = [f for f in futures if f not in handled]
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: futures[f]):
-                handled.add(future)
-                finish(futures[future], future.result())
+        while running or ended or writing is not None:
+            if writing is None and ended:
+                writing = writer.submit(finish, *ended.pop(0))
+            pending: list[Future[Any]] = [*running, *([] if writing is None else [writing])]
+            done, _ = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in sorted((f for f in done if f in running), key=running.__getitem__):
+                job = running.pop(future)  # (a Ctrl-C between the two loses no more than
+                ended.append((job, future.result()))  # an unrecorded episode, replayed)
+            if writing is not None and writing in done:
+                written, writing = writing, None
+                written.result()  # a failed write stops the run
                 submit_next()
     except KeyboardInterrupt:
         _stop(pool, stop)
-        # Episodes that ended while the others stopped are complete: keep them.
-        for future, job in futures.items():
-            if future in handled or future.cancelled() or future.exception() is not None:
-                continue
-            handled.add(future)
-            finish(job, future.result())
+        writer.shutdown(wait=True)  # the write in progress completes: records stay whole
+        if writing is None or writing.exception() is None:
+            # Episodes that ended while the others stopped are complete: keep them.
+            for future, job in sorted(running.items(), key=lambda item: item[1]):
+                if not future.cancelled() and future.exception() is None:
+                    ended.append((job, future.result()))
+            for job, record in ended:
+                finish(job, record)
         raise
     except BaseException:
         _stop(pool, stop)
+        writer.shutdown(wait=True)
         raise
     pool.shutdown(wait=True)
+    writer.shutdown(wait=True)
 
 
 def _stop(pool: ThreadPoolExecutor, stop: threading.Event) -> None:

@@ -1,10 +1,12 @@
 """Where :func:`dialogue_gym.evaluate` plays episodes: executors behind one interface.
 
 An :class:`Executor` plays the missing episodes (:class:`~dialogue_gym.episode_loop.Job`) of
-one (agent, env id) pair and hands each record to the evaluator's ``finish`` callback, on the
-calling thread, as the episode ends. Every episode is seeded by its own reset seed, so the
-records do not depend on the executor, on how many workers it runs or on the order in which
-they finish: every executor writes the same records for the same arguments.
+one (agent, env id) pair and hands each record to the evaluator's ``finish`` callback as the
+episode ends, one call at a time (on the calling thread, or on one writer thread for
+:class:`ThreadExecutor`, so that its calling thread stays free to take Ctrl-C). Every episode
+is seeded by its own reset seed, so the records do not depend on the executor, on how many
+workers it runs or on the order in which they finish: every executor writes the same records
+for the same arguments.
 
 * :class:`LoneEnvExecutor` — one env and one agent in this thread
   (:func:`~dialogue_gym.episode_loop.run_episode`);
@@ -58,14 +60,14 @@ __all__ = [
 ]
 
 Finish = Callable[[Job, dict[str, Any]], None]
-"""Takes a finished episode's job and record (writing, tallying) on the executor's caller."""
+"""Takes a finished episode's job and record (writing, tallying); its calls never overlap."""
 
 
 class Executor(Protocol):
     """Plays the episodes of one (agent, env id) pair."""
 
     def run(self, todo: Sequence[Job], finish: Finish) -> list[dict[str, Any]]:
-        """Plays ``todo``, calling ``finish`` on this thread as each episode ends.
+        """Plays ``todo``, calling ``finish`` as each episode ends (never two calls at once).
 
         Args:
             todo: The episodes to play (index and reset seed), at least one.

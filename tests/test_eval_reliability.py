@@ -162,7 +162,8 @@ def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
         assert proc.returncode == 130, err.decode()
         # Each in-flight episode stops at its next step: at most one more request each.
         late = [r for r in server.chat_requests if r.started > signalled + SIGNAL_GRACE]
-        assert len(late) <= threads, f"{len(late)} requests started after the signal"
+        offsets = sorted(round(r.started - signalled, 2) for r in late)
+        assert len(late) <= threads, f"{len(late)} requests started after the signal: {offsets}"
         assert stopped < 20
         records = read_jsonl(path)
         assert threads <= len(records) < total

@@ -102,7 +102,7 @@ def test_ed_a_foreign_story_does_not_meet_a_situational_concern(encoder):
     for prototype in card.concern("feeling_heard").unlock[:3]:  # other people's stories
         user.respond(prototype)
     assert progress(user)["feeling_heard"] == 0.0
-    from dialogue_gym_agents.baselines.support import second_person
+    from dialogue_gym_agents.baselines.reflection import second_person
 
     user.respond(f"Wait, {second_person(own)}? That must have really stayed with you.")
     assert progress(user)["feeling_heard"] > 0.0

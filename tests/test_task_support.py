@@ -9,7 +9,9 @@ import pytest
 from dialogue_gym.cards import load_card
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.users import persona_bank
-from dialogue_gym_agents.baselines.support import DismissiveAgent, ScriptedListener, second_person
+from dialogue_gym_agents.baselines.empathetic import ScriptedListener
+from dialogue_gym_agents.baselines.reflection import second_person
+from dialogue_gym_agents.baselines.support import DismissiveAgent
 
 EPISODES = 100
 

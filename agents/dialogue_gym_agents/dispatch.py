@@ -25,7 +25,7 @@ from dialogue_gym.tasks import task_cards
 SCRIPTED = {
     "persuasion": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",
     "support": "dialogue_gym_agents.baselines.support:ScriptedSupporter",
-    "listening": "dialogue_gym_agents.baselines.support:ScriptedListener",
+    "listening": "dialogue_gym_agents.baselines.empathetic:ScriptedListener",
     "negotiation": "dialogue_gym_agents.baselines.bargain:ScriptedBuyer",
     "sales": "dialogue_gym_agents.baselines.sales:ScriptedSalesAgent",
 }

@@ -1,16 +1,15 @@
-"""Agents for the support tasks: ESConv (emotional support) and EmpatheticDialogues (ED).
+"""Agents for emotional support (ESConv), and the dismissive agent of both support tasks.
 
 * :class:`ScriptedSupporter` (ESConv): greets and asks an open question, reflects and paraphrases
   what the seeker said, answers the needs the seeker voices (hopelessness, shame, loneliness,
   overwhelm, the cost of help), and offers one small, concrete suggestion only once the seeker
   sounds heard.
-* :class:`ScriptedListener` (ED): reflects the particular experience the speaker described, in
-  the speaker's own words, acknowledges the feeling they named and asks a follow-up; it never
-  falls back on a stock line.
-* :class:`DismissiveAgent` (both): platitudes, premature advice, minimizing and changing the
-  subject.
+* :class:`DismissiveAgent` (ESConv and ED): platitudes, premature advice, minimizing and
+  changing the subject.
 
-All of them read only the observation (the history) and the public task card.
+EmpatheticDialogues' listener is :mod:`~dialogue_gym_agents.baselines.empathetic`; both read
+the user's words with :mod:`~dialogue_gym_agents.baselines.reflection`. All of them read only
+the observation (the history) and the public task card.
 """
 
 from __future__ import annotations
@@ -22,157 +21,19 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.baselines.listening import ConcernListener
-
-USER_SPEAKER = 1
-
-# -- reading the other person's words --------------------------------------------------------------
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-# First person -> second person, for reflecting someone's words back to them.
-_SWAPS = {
-    "i": "you",
-    "me": "you",
-    "my": "your",
-    "mine": "yours",
-    "myself": "yourself",
-    "i'm": "you're",
-    "im": "you're",
-    "i've": "you've",
-    "i'd": "you'd",
-    "i'll": "you'll",
-    "am": "are",
-    "we": "you",
-    "us": "you",
-    "our": "your",
-    "ours": "yours",
-    "ourselves": "yourselves",
-    "we're": "you're",
-    "we've": "you've",
-}
-_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
-_FILLER = re.compile(
-    r"^(hi|hey|hello|well|so|honestly|okay|ok|oh|um|uh|ugh|hm+|mm+|yeah|look|god|right|anyway|"
-    r"actually|sorry|idk|honestly\?)\b[,.!?]*\s*",
-    re.IGNORECASE,
+from dialogue_gym_agents.baselines.reflection import (
+    WORD,
+    VoiceReader,
+    cap,
+    clauses,
+    second_person,
+    story_sentences,
+    user_replies,
 )
 
-
-def _user_replies(observation: dict[str, Any]) -> list[str]:
-    return [turn["text"] for turn in observation["history"] if turn["speaker"] == USER_SPEAKER]
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-
-
-def _strip_fillers(sentence: str) -> str:
-    previous = None
-    while previous != sentence:
-        previous, sentence = sentence, _FILLER.sub("", sentence).strip()
-    return sentence
-
-
-def second_person(text: str) -> str:
-    """Turns a first-person clause into a second-person one ("my dog" -> "your dog").
-
-    Past-tense "was" after "I" becomes "were"; the final punctuation is dropped.
-    """
-    text = re.sub(r"\bI was\b", "you were", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bI wasn't\b", "you weren't", text, flags=re.IGNORECASE)
-
-    def swap(match: re.Match[str]) -> str:
-        word = match.group(0)
-        return _SWAPS.get(word.lower(), word)
-
-    return _WORD.sub(swap, text).rstrip(" .!?;:")
-
-
-def _first_person_share(sentence: str) -> bool:
-    words = [w.lower() for w in _WORD.findall(sentence)]
-    personal = any(w in ("i", "i'm", "i've", "my", "me", "im") for w in words)
-    about = bool(re.match(r"^(it'?s|it is|mostly it'?s)\b", sentence, re.IGNORECASE))
-    return len(words) >= 5 and (personal or about)
-
-
-# Asides about the talk itself ("sorry, I'm rambling"), not about what happened.
-_META = re.compile(
-    r"\b(saying this|rambling|unloading|dumping|makes sense|don'?t (really )?know|not sure|"
-    r"hope that'?s okay|that'?s about it|anymore|where to start|tell you|listening|thanks|"
-    r"thank you|sorry|talk to someone|explain|nice|relief|exactly|helps|good to|lighter|better)\b",
-    re.IGNORECASE,
-)
-
-
-def _story_sentences(replies: list[str]) -> list[str]:
-    """The other person's substantive first-person sentences, oldest first, without fillers."""
-    seen: list[str] = []
-    for reply in replies:
-        for sentence in _sentences(reply):
-            core = _strip_fillers(sentence)
-            if _first_person_share(core) and not _META.search(core) and core not in seen:
-                seen.append(core)
-    return seen
-
-
-def _clauses(sentence: str) -> list[str]:
-    """Splits a long sentence at ", and" / ", so" / ", but" into its clauses."""
-    parts = re.split(
-        r",\s*(?:and|so|but)\s+|,\s*(?=because\b)|\s+and\s+(?=I\b|I'm\b|I've\b)",
-        sentence,
-        flags=re.IGNORECASE,
-    )
-    return [p.strip(" ,") for p in parts if len(_WORD.findall(p)) >= 3]
-
-
-class _VoiceReader:
-    """Recognizes which of the card's (public) concern voice lines a reply resembles.
-
-    A sentence closer to one of the card's acknowledgement lines (someone saying a need *was*
-    met) than to any voice line does not count as raising a need.
-    """
-
-    def __init__(self, card: TaskCard, encoder: Encoder, threshold: float) -> None:
-        self.encoder = encoder
-        self.threshold = threshold
-        voice = [(c.id, line) for c in card.concerns for line in c.voice]
-        acks = [line for c in card.concerns for line in (*c.ack_partial, *c.ack_resolved)]
-        self._ids = [cid for cid, _ in voice]
-        self._matrix = encoder.encode([line for _, line in voice]) if voice else None
-        self._acks = encoder.encode(acks) if acks else None
-
-    def acknowledges(self, sentence: str) -> bool:
-        """Whether a sentence is closer to an acknowledgement line than to any voice line."""
-        if self._acks is None or self._matrix is None:
-            return False
-        embedded = self.encoder.encode([sentence])[0]
-        return float((self._acks @ embedded).max()) > float((self._matrix @ embedded).max())
-
-    def raised(self, reply: str) -> list[str]:
-        sentences = _sentences(reply)
-        if not sentences or self._matrix is None:
-            return []
-        embedded = self.encoder.encode(sentences)
-        sims = on_reference_scale(self.encoder, embedded @ self._matrix.T)
-        acks = (
-            on_reference_scale(self.encoder, (embedded @ self._acks.T).max(axis=1))
-            if self._acks is not None
-            else None
-        )
-        found: list[str] = []
-        for index, row in enumerate(sims):
-            best = int(np.argmax(row))
-            if acks is not None and acks[index] > row[best]:
-                continue
-            if row[best] >= self.threshold and self._ids[best] not in found:
-                found.append(self._ids[best])
-        return found
-
-
-# -- ESConv ----------------------------------------------------------------------------------------
+__all__ = ["SEEKER_FEELINGS", "DismissiveAgent", "ScriptedSupporter", "second_person"]
 
 # Emotion words a seeker may use, mapped to the adjective a supporter would reflect back.
 SEEKER_FEELINGS = {
@@ -321,7 +182,7 @@ class ScriptedSupporter:
     ) -> None:
         self.card = card
         self.encoder = make_encoder(encoder)
-        self.voices = _VoiceReader(card, self.encoder, detect_threshold)
+        self.voices = VoiceReader(card, self.encoder, detect_threshold)
         # Reads how the seeker took an answer (the card's public acknowledgement lines).
         self.reactions = ConcernListener(card, self.encoder, detect_threshold, reactions=True)
         self.reset(seed)
@@ -348,7 +209,7 @@ class ScriptedSupporter:
 
     def _feeling(self, replies: list[str]) -> str:
         for reply in reversed(replies):
-            for word in reversed(_WORD.findall(reply.lower())):
+            for word in reversed(WORD.findall(reply.lower())):
                 if word in SEEKER_FEELINGS:
                     return SEEKER_FEELINGS[word]
         return "worn down"
@@ -360,8 +221,8 @@ class ScriptedSupporter:
         ("the pressure to keep your scholarship") needs a verb around it.
         """
         gists: list[tuple[str, bool]] = []
-        for sentence in _story_sentences(replies):
-            for clause in _clauses(sentence):
+        for sentence in story_sentences(replies):
+            for clause in clauses(sentence):
                 text = second_person(clause)
                 prefix = re.compile(
                     r"^((mostly )?(it'?s|it is) (about |all about )?|(mostly |all )?because of )",
@@ -370,7 +231,7 @@ class ScriptedSupporter:
                 is_clause = not prefix.match(text)
                 text = re.sub(r",? (mostly|honestly)$", "", prefix.sub("", text))
                 text = text[:1].lower() + text[1:]
-                if len(_WORD.findall(text)) >= 3 and all(text != g for g, _ in gists):
+                if len(WORD.findall(text)) >= 3 and all(text != g for g, _ in gists):
                     gists.append((text, is_clause))
         return gists
 
@@ -385,7 +246,7 @@ class ScriptedSupporter:
                 f"makes sense that you feel {adj}.",
                 f"What I'm hearing is that {gist}, and it's left you feeling {adj} and a bit on "
                 "your own with it.",
-                f"I can hear how much this is weighing on you. {_cap(gist)}, and feeling {adj} "
+                f"I can hear how much this is weighing on you. {cap(gist)}, and feeling {adj} "
                 "about it makes complete sense.",
             )
         return (
@@ -440,7 +301,7 @@ class ScriptedSupporter:
     def act(self, observation: dict[str, Any]) -> str:
         """Returns the next supporter turn."""
         self._turn += 1
-        replies = _user_replies(observation)
+        replies = user_replies(observation)
         last = replies[-1] if replies else ""
         stance = classify_stance(last, self.card) if last else "neutral"
         self._wants_step = False  # only a need voiced in the latest reply counts
@@ -492,245 +353,6 @@ class ScriptedSupporter:
         question = self.OPEN_QUESTIONS[self._questions % len(self.OPEN_QUESTIONS)]
         self._questions += 1
         return f"{self._reflect(replies)} {question}"
-
-
-# -- ED --------------------------------------------------------------------------------------------
-
-# Emotion words a speaker may use (the 32 EmpatheticDialogues labels and everyday variants),
-# mapped to a family that decides how the listener acknowledges the feeling.
-SPEAKER_FEELINGS = {
-    "afraid": "fear",
-    "scared": "fear",
-    "terrified": "fear",
-    "frightened": "fear",
-    "anxious": "worry",
-    "nervous": "worry",
-    "apprehensive": "worry",
-    "worried": "worry",
-    "angry": "anger",
-    "furious": "anger",
-    "annoyed": "anger",
-    "livid": "anger",
-    "mad": "anger",
-    "devastated": "loss",
-    "heartbroken": "loss",
-    "sad": "loss",
-    "lonely": "lonely",
-    "disappointed": "letdown",
-    "ashamed": "self",
-    "guilty": "self",
-    "embarrassed": "self",
-    "disgusted": "disgust",
-    "jealous": "jealous",
-    "proud": "pride",
-    "confident": "pride",
-    "prepared": "pride",
-    "impressed": "pride",
-    "excited": "joy",
-    "joyful": "joy",
-    "joy": "joy",
-    "thrilled": "joy",
-    "happy": "joy",
-    "content": "calm",
-    "hopeful": "hope",
-    "grateful": "grateful",
-    "thankful": "grateful",
-    "nostalgic": "memory",
-    "sentimental": "memory",
-    "memories": "memory",
-    "surprised": "surprise",
-    "caring": "care",
-    "faithful": "care",
-    "trust": "care",
-    "trusting": "care",
-    "anticipating": "joy",
-    "counting": "joy",
-}
-
-# How a feeling word reads after "you feel ..." when it is not an adjective itself.
-_DISPLAY = {"counting": "excited", "joy": "joyful", "memories": "nostalgic", "trust": "trusting"}
-_HAPPY = {"pride", "joy", "calm", "hope", "grateful", "memory", "surprise", "care"}
-
-# A story about something still to come ("on Thursday", "next month", "I can't wait").
-_AHEAD = re.compile(
-    r"\b(next (week|month|year|spring|summer|fall|winter)|on (monday|tuesday|wednesday|thursday|"
-    r"friday|saturday|sunday)|this (weekend|spring|summer|fall|winter)|counting down|can'?t wait|"
-    r"tomorrow|start .* on|won'?t be back|airs|booked|going to be|agreed to give)\b",
-    re.IGNORECASE,
-)
-
-_ACKS = {
-    "fear": "That sounds genuinely frightening",
-    "worry": "No wonder you're on edge about it",
-    "anger": "I'd be angry too, honestly",
-    "loss": "That's a real loss, and it makes sense that it hurts this much",
-    "lonely": "That kind of loneliness is hard to sit with",
-    "letdown": "That's such a letdown after hoping for it",
-    "self": "I can tell it's been weighing on you",
-    "disgust": "Ugh, that's genuinely gross",
-    "jealous": "That's a very human thing to feel",
-    "pride": "You have every reason to feel good about that",
-    "joy": "That's wonderful",
-    "calm": "That sounds really peaceful",
-    "hope": "That's a really hopeful sign",
-    "grateful": "That's so kind, no wonder you're grateful",
-    "memory": "That must have brought so much back",
-    "surprise": "What a surprise that must have been",
-    "care": "That says a lot about you",
-    "neutral": "That sounds like a lot",
-}
-
-
-class ScriptedListener:
-    """A sensible hand-written ED listener (see the module docstring).
-
-    It finds the experience the speaker described (the longest first-person sentence of their
-    first story), reflects it back in the second person and acknowledges the feeling they named;
-    then it alternates specific follow-up questions, validation of that feeling for that event,
-    and reflections of the details they add, answering what they voice (feeling silly about it,
-    wanting to tell more) first. It never repeats a turn and never falls back on a stock line.
-
-    Args:
-        card: The ED task card.
-        seed: Default seed (overridden by :meth:`reset`).
-        encoder: Encoder used to recognize voiced needs.
-        detect_threshold: Cosine similarity at which a reply sentence voices a need.
-    """
-
-    OPENING = "Hi there! How's your week been so far?"
-    NUDGE = "I'm all ears. What happened?"
-    INVITES = (
-        "What happened after that? I'd really like to hear the rest.",
-        "How did you react in the moment?",
-        "What was going through your head when it happened?",
-        "How are you feeling about it now, looking back?",
-        "Have you been able to talk to anyone else about it?",
-    )
-    # Invitations for things that have not happened yet (a trip, an interview, a visit).
-    AHEAD = (
-        "What are you most looking forward to? Tell me everything.",
-        "What part of it is on your mind the most?",
-        "How are you getting ready for it?",
-        "Have you told anyone else about it yet?",
-    )
-    # The first follow-up, by feeling family (painful feelings vs. happy ones).
-    HOW: ClassVar[dict[str, str]] = {
-        "loss": "How are you holding up?",
-        "fear": "Are you okay now?",
-        "worry": "How are you holding up?",
-        "lonely": "How have you been coping?",
-        "self": "How are you feeling about it now?",
-        "anger": "What did you do?",
-    }
-
-    def __init__(
-        self,
-        card: TaskCard,
-        seed: int | None = None,
-        encoder: str | Encoder = "minilm",
-        detect_threshold: float = 0.55,
-    ) -> None:
-        self.card = card
-        self.encoder = make_encoder(encoder)
-        self.voices = _VoiceReader(card, self.encoder, detect_threshold)
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Forgets the previous episode."""
-        self._rng = np.random.default_rng(seed)
-        self._turn = 0
-        self._plan = 0
-        self._invites = 0
-        self._validations = 0
-        self._pending: list[str] = []
-        self._answered: dict[str, int] = {}
-        self._reflected: set[str] = set()
-        self._ahead = False
-
-    def _family(self, replies: list[str]) -> tuple[str, str]:
-        for reply in replies:
-            for word in _WORD.findall(reply.lower()):
-                if word in SPEAKER_FEELINGS:
-                    return word, SPEAKER_FEELINGS[word]
-        return "", "neutral"
-
-    def _invite(self) -> str:
-        self._invites += 1
-        options = self.AHEAD if self._ahead else self.INVITES
-        return options[(self._invites - 1) % len(options)]
-
-    def _validate(self, event: str, word: str, family: str, answering: bool) -> str:
-        self._validations += 1
-        feeling = f"feel {_DISPLAY.get(word, word)}" if word else "feel the way you do"
-        if family in _HAPPY:
-            return f"Of course you {feeling}! {_cap(event)}, and that really is a big deal."
-        if answering or self._validations % 2:
-            return f"You're not overreacting at all. {_cap(event)}, so of course you {feeling}."
-        return f"Anyone would {feeling} after that. {_cap(event)}, and that's not a small thing."
-
-    def act(self, observation: dict[str, Any]) -> str:
-        """Returns the next listener turn."""
-        self._turn += 1
-        replies = _user_replies(observation)
-        if self._turn == 1:
-            return self.OPENING
-        last = replies[-1] if replies else ""
-        for concern in reversed(self.voices.raised(last)):
-            if concern in self._pending:
-                self._pending.remove(concern)
-            if self._answered.get(concern, 0) < 2:
-                self._pending.insert(0, concern)
-        told = [r for r in replies if _story_sentences([r])]
-        if not told:
-            return self.NUDGE
-        # The story is the longest thing they told first; later sentences add details.
-        main = max(_story_sentences([told[0]]), key=len)
-        story = _uncap(second_person(main))
-        event = next((_uncap(second_person(c)) for c in _clauses(main)), story)
-        word, family = self._family(replies)
-        self._ahead = bool(_AHEAD.search(main))
-        if not self._reflected:
-            self._reflected.add(main)
-            how = self.HOW.get(family, "How does it feel?" if self._ahead else "How did it feel?")
-            return f"Wait, {story}? {_ACKS[family]}. {how}"
-        if self._pending:
-            concern = self._pending.pop(0)
-            self._answered[concern] = self._answered.get(concern, 0) + 1
-            if "validat" in concern:
-                return self._validate(event, word, family, answering=True)
-            if "share" in concern:
-                return self._invite()
-            return (
-                f"It really isn't small. {_cap(event)}, and of course that stays with you. "
-                f"{_ACKS[family]}."
-            )
-        self._plan += 1
-        step = self._plan % 3
-        if step == 1:
-            return self._invite()
-        if step == 2:
-            return self._validate(event, word, family, answering=False)
-        details = [
-            d
-            for d in _story_sentences(replies)
-            if d not in self._reflected and not self.voices.acknowledges(d)
-        ]
-        if details:
-            self._reflected.add(details[-1])
-            return f"It makes sense that {_uncap(second_person(details[-1]))}. {self._invite()}"
-        return (
-            f"I'm really glad you told me. {_cap(event)}, and I can tell how much that means "
-            "to you."
-        )
-
-
-def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _uncap(text: str) -> str:
-    """Lowercases the first letter unless it starts the pronoun "I" ("I'm", "I've" ...)."""
-    return text if re.match(r"I\b", text) else text[:1].lower() + text[1:]
 
 
 # -- bad support -----------------------------------------------------------------------------------

@@ -302,6 +302,53 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
     json.dumps(result)  # JSON-ready
 
 
+class SeedParity:
+    """Says MAGIC to the users of even episode seeds only: what it says depends on its user."""
+
+    def __init__(self, card) -> None:
+        self.card = card
+        self.seed = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.seed = seed or 0
+
+    def act(self, observation) -> str:
+        if self.seed % 2 == 0:
+            return "MAGIC: the children really need support."
+        return "Thanks for chatting with me this evening."
+
+
+def test_open_loop_replays_each_baselines_turns_to_the_next_dialogues_user() -> None:
+    held_out, train = fixture_corpus()
+    kwargs = {
+        "env_options": {"encoder": "hashing", "success_judge": KeywordJudge},
+        "baselines": (f"{__name__}:SeedParity",),
+        "n_resamples": 100,
+        "judge_transcripts": False,
+        "progress": None,
+    }
+    result = validate_dialogues("P4G-soft", held_out, train, **kwargs)
+    name = f"{__name__}:SeedParity"
+    rows = result["dialogues"]
+    closed = [row["baselines"][name]["success"] for row in rows]
+    opened = [row["open_loop"][name]["success"] for row in rows]
+    assert closed == [True, False, True, False, True, False]  # seeds 0..5
+    # Dialogue k hears the turns said to dialogue k + 1's user (the last, the first's).
+    assert opened == [closed[(k + 1) % len(rows)] for k in range(len(rows))]
+    parts = [part for row in rows for part in (row["replay"], *row["baselines"].values())]
+    assert all("said" not in part for part in parts)  # the texts are not kept in the rows
+    cells = result["cells"]
+    assert cells[f"SR@T {name}, open loop"]["sim"]["value"] == 0.5
+    # Human replay succeeds for donors (dialogues 0-2); the open loop for dialogues 1, 3, 5.
+    diff = cells[f"SR@T human replay - {name} open loop"]["sim"]
+    assert diff["value"] == pytest.approx(0.0) and diff["n"] == 6
+
+    without = validate_dialogues("P4G-soft", held_out, train, open_loop=False, **kwargs)
+    assert "open_loop" not in without["dialogues"][0]
+    assert not any("open loop" in cell for cell in without["cells"])
+    assert without["cells"][f"SR@T {name}"] == result["cells"][f"SR@T {name}"]
+
+
 def test_the_embedded_judge_reads_real_transcripts_with_the_tasks_reader() -> None:
     """Opt-in reading of real users' text: on for the full transcripts, nowhere else."""
     from dialogue_gym.judges.embedded import StateSuccessJudge
@@ -370,6 +417,7 @@ def test_cli_validate_on_the_fixture(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert summary["reference_modes"] == {"system": "train", "user": "train"}
     lines = (out_dir / "dialogues.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["id"] for line in lines) == sorted(d.id for d in held_out)
+    assert "SR@T random, open loop" in printed
     assert main([*argv[:-5], "--limit", "2", "--no-progress", "--no-baselines"]) == 0
     assert "2 validated of 2" in capsys.readouterr().out
     assert main(["validate", "P4G-hard", "--data", str(data), "--split", "train"]) == 2

@@ -10,8 +10,8 @@ Examples::
 
 With ``--out DIR`` the result is written to ``DIR/validity.json`` (every cell with n and its
 interval, the counts and the options) and ``DIR/dialogues.jsonl`` (one line per validated
-dialogue: real outcome, replay, baselines, full-transcript judgment, text-reference
-probabilities).
+dialogue: real outcome, replay, baselines closed and open loop, full-transcript judgment,
+text-reference probabilities).
 """
 
 from __future__ import annotations
@@ -89,6 +89,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-transcripts", action="store_true", help="skip judging the full real transcripts"
     )
+    parser.add_argument(
+        "--no-open-loop",
+        action="store_true",
+        help="skip replaying each baseline's turns to another dialogue's user",
+    )
     parser.add_argument("--seed", type=int_range(0), default=0, metavar="S")
     parser.add_argument(
         "--resamples", type=int_range(0), default=2000, metavar="N", help="bootstrap resamples"
@@ -143,6 +148,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         seed=args.seed,
         n_resamples=args.resamples,
         judge_transcripts=not args.no_transcripts,
+        open_loop=not args.no_open_loop,
         progress=None if args.no_progress else _progress,
     )
     format_report(result, out)

@@ -10,7 +10,11 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
    from the dynamics, the pinned user's starting willingness: what the persona alone says;
    apart from the persona, the change in willingness: what the replayed turns alone did);
 2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
-   same episode seeds;
+   same episode seeds; and, **open loop**, each baseline's turns are replayed as the human
+   turns are: dialogue ``k``'s user hears the turns the baseline said to dialogue ``k + 1``'s
+   user (the last one's, to the first's). Replayed turns cannot answer what *this* user says,
+   so the open-loop SR is what replay leaves of an agent that does: human replay is compared
+   with it as well as with the closed-loop SR;
 3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
    in self-play (both seats external, no budget short of the whole dialogue), so the env's
    success judge (embedded or LLM) reads real text; judged success (at any exchange), its best
@@ -121,6 +125,7 @@ def validate_dialogues(
     seed: int = 0,
     n_resamples: int = 2000,
     judge_transcripts: bool = True,
+    open_loop: bool = True,
     progress: Progress | None = _stderr,
 ) -> dict[str, Any]:
     """Runs the validity benchmark on given dialogues (see the module docstring).
@@ -136,6 +141,7 @@ def validate_dialogues(
         seed: Seed of episode 0 (dialogue ``i`` gets ``seed + i`` in every arm).
         n_resamples: Bootstrap resamples per cell.
         judge_transcripts: Also judge the full real transcripts.
+        open_loop: Also replay each baseline's turns to another dialogue's user.
         progress: Called with a progress line now and then (``None``: silent).
 
     Returns:
@@ -180,6 +186,8 @@ def validate_dialogues(
         "no_user": sum(p is None for p in pins),
     }
     rows: list[dict[str, Any]] = []
+    played: list[tuple[dict[str, Any], int]] = []  # each row's pin and episode seed
+    said: dict[str, list[list[str]]] = {name: [] for name in agents}
     started = time.monotonic()
     try:
         for index, (dialogue, pin) in enumerate(zip(usable, pins, strict=True)):
@@ -200,9 +208,13 @@ def validate_dialogues(
                     for name, agent in agents.items()
                 },
             }
+            row["replay"].pop("said")
+            for name, result in row["baselines"].items():
+                said[name].append(result.pop("said"))
             if full_env is not None:
                 row["full"] = judge_full(full_env, pin, episode_seed, exchanges)
             rows.append(row)
+            played.append((pin, episode_seed))
             done = index + 1
             if progress is not None and (done % 10 == 0 or done == len(usable)):
                 elapsed = time.monotonic() - started
@@ -210,6 +222,8 @@ def validate_dialogues(
                 progress(
                     f"[{env_id}] {done}/{len(usable)} dialogues, {elapsed:.0f} s, ETA {eta:.0f} s"
                 )
+        if open_loop and agents and rows:
+            _replay_open_loop(env, rows, played, said)
     finally:
         for built in (env, full_env):
             if built is not None:
@@ -242,6 +256,27 @@ def validate_dialogues(
         "cells": cells,
         "dialogues": rows,
     }
+
+
+def _replay_open_loop(
+    env: Any,
+    rows: Sequence[dict[str, Any]],
+    played: Sequence[tuple[dict[str, Any], int]],
+    said: Mapping[str, Sequence[Sequence[str]]],
+) -> None:
+    """Adds ``open_loop``: row ``k``'s user hears what each baseline said to row ``k + 1``'s.
+
+    The turns were chosen in reply to another user, so they answer none of this user's
+    replies, as replayed human turns do not. With one row the turns are its own (the same
+    episode again).
+    """
+    for k, (row, (pin, episode_seed)) in enumerate(zip(rows, played, strict=True)):
+        other = (k + 1) % len(rows)
+        row["open_loop"] = {}
+        for name, turns in said.items():
+            result = play(env, pin, episode_seed, texts=turns[other])
+            result.pop("said")
+            row["open_loop"][name] = result
 
 
 def _column(rows: Sequence[Mapping[str, Any]], path: str) -> list[Any]:
@@ -375,6 +410,11 @@ def _cells(
             add("SR@T human replay - random", diff, None, "> 0, CI > 0", bool(above))
         else:
             add(f"SR@T human replay - {name}", diff)
+        if "open_loop" in rows[0]:
+            path = f"open_loop.{name}.success"
+            add(f"SR@T {name}, open loop", _cell(_first, rows, path, path, n_resamples, seed))
+            diff = _cell(_difference, rows, "replay.success", path, n_resamples, seed)
+            add(f"SR@T human replay - {name} open loop", diff)
 
     # -- judges on full real transcripts --------------------------------------------------------
     if "full" in rows[0]:
@@ -412,6 +452,7 @@ def validate(
     seed: int = 0,
     n_resamples: int = 2000,
     judge_transcripts: bool = True,
+    open_loop: bool = True,
     progress: Progress | None = _stderr,
 ) -> dict[str, Any]:
     """Loads the held-out split(s) of the env's corpus and runs :func:`validate_dialogues`.
@@ -436,6 +477,7 @@ def validate(
         seed: Seed of episode 0.
         n_resamples: Bootstrap resamples.
         judge_transcripts: Judge the full real transcripts too.
+        open_loop: Also replay each baseline's turns to another dialogue's user.
         progress: Progress callback (``None``: silent).
 
     Returns:
@@ -493,6 +535,7 @@ def validate(
             seed=seed,
             n_resamples=n_resamples,
             judge_transcripts=judge_transcripts,
+            open_loop=open_loop,
             progress=progress,
         )
     finally:

@@ -10,8 +10,10 @@ when the main thread next wakes).
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -64,6 +66,21 @@ def _interrupt_when(event: threading.Event, at: list[float]) -> threading.Thread
     return thread
 
 
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """Python's own SIGINT handler, whoever launched the tests.
+
+    A shell without job control starts background commands with SIGINT ignored, and
+    ``_thread.interrupt_main`` then does nothing (seen when CI ran the suite that way).
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_raises")
 @pytest.mark.parametrize("slow_write_seconds", [0.0, 3.0], ids=["idle-writer", "slow-write"])
 def test_ctrl_c_stops_the_workers_at_once(slow_write_seconds: float) -> None:
     recorder = Recorder(slow_write_seconds)

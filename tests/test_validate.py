@@ -333,6 +333,7 @@ def test_open_loop_replays_each_baselines_turns_to_the_next_dialogues_user() -> 
     closed = [row["baselines"][name]["success"] for row in rows]
     opened = [row["open_loop"][name]["success"] for row in rows]
     assert closed == [True, False, True, False, True, False]  # seeds 0..5
+    assert [row["open_loop_donor"] for row in rows] == [rows[(k + 1) % 6]["id"] for k in range(6)]
     # Dialogue k hears the turns said to dialogue k + 1's user (the last, the first's).
     assert opened == [closed[(k + 1) % len(rows)] for k in range(len(rows))]
     parts = [part for row in rows for part in (row["replay"], *row["baselines"].values())]
@@ -347,6 +348,28 @@ def test_open_loop_replays_each_baselines_turns_to_the_next_dialogues_user() -> 
     assert "open_loop" not in without["dialogues"][0]
     assert not any("open loop" in cell for cell in without["cells"])
     assert without["cells"][f"SR@T {name}"] == result["cells"][f"SR@T {name}"]
+
+
+def test_open_loop_donors_share_the_situation() -> None:
+    from dialogue_gym.validity.runner import open_loop_donors
+
+    def seeker(i: int, emotion: str, problem: str) -> Dialogue:
+        situation = {"emotion_type": emotion, "problem_type": problem}
+        return Dialogue("esconv", f"e{i}", "test", (), {}, situation)
+
+    esconv = dialogue_gym.make("ESConv-hard", encoder="hashing").card
+    dialogues = [
+        seeker(0, "anxiety", "job crisis"),
+        seeker(1, "sadness", "breakup"),
+        seeker(2, "anxiety", "job crisis"),
+        seeker(3, "anger", "conflict"),
+        seeker(4, "sadness", "breakup"),
+    ]
+    # The next seeker with the same emotion and problem; alone in its situation: the next one.
+    assert open_loop_donors(esconv, dialogues) == [2, 4, 0, 4, 1]
+    assert open_loop_donors(esconv, dialogues[:1]) == [None]  # one dialogue: itself, another seed
+    seller = dialogue_gym.make("CB-hard", encoder="hashing").card
+    assert open_loop_donors(seller, dialogues) == [None] * 5  # same listing, another seller
 
 
 def test_the_embedded_judge_reads_real_transcripts_with_the_tasks_reader() -> None:
@@ -495,3 +518,26 @@ def test_real_p4g_held_out_never_in_train_and_runs() -> None:
     train_ids = {d.id for d in load_corpus("p4g", DATASETS, split="train")}
     assert not train_ids & {row["id"] for row in result["dialogues"]}
     assert np.isfinite(result["cells"]["SR@T real people (the data)"]["sim"]["value"])
+
+
+@pytest.mark.skipif(
+    not (DATASETS / "craigslist_bargain").is_dir(), reason="needs /work/shared/datasets"
+)
+def test_real_cb_open_loop_replays_the_same_listing_to_another_seller() -> None:
+    from dialogue_gym.validity import validate
+
+    result = validate(
+        "CB-hard",
+        DATASETS,
+        split="valid",
+        limit=3,
+        encoder="hashing",
+        baselines=("scripted",),
+        n_resamples=20,
+        judge_transcripts=False,
+        progress=None,
+    )
+    rows = result["dialogues"]
+    assert rows and all(row["open_loop_donor"] == row["id"] for row in rows)
+    assert all(row["open_loop"]["scripted"]["exchanges"] > 0 for row in rows)
+    assert "SR@T scripted, open loop" in result["cells"]

@@ -11,8 +11,10 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
    apart from the persona, the change in willingness: what the replayed turns alone did);
 2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
    same episode seeds; and, **open loop**, each baseline's turns are replayed as the human
-   turns are: dialogue ``k``'s user hears the turns the baseline said to dialogue ``k + 1``'s
-   user (the last one's, to the first's). Replayed turns cannot answer what *this* user says,
+   turns are, to a user they were not said to, in the same situation
+   (:func:`open_loop_donors`): the next dialogue's user with the same situation (P4G: any;
+   ESConv: the same emotion and problem type), or for a seller the same listing with
+   another seller drawn (another seed). Replayed turns cannot answer what *this* user says,
    so the open-loop SR is what replay leaves of an agent that does: human replay is compared
    with it as well as with the closed-loop SR;
 3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
@@ -57,7 +59,7 @@ from dialogue_gym.validity.corpus import (
 from dialogue_gym.validity.episodes import judge_full, play, transcript_reader
 from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
 
-__all__ = ["TARGETS", "format_report", "validate", "validate_dialogues"]
+__all__ = ["TARGETS", "format_report", "open_loop_donors", "validate", "validate_dialogues"]
 
 FULL_TRANSCRIPT_BUDGET = 1000
 """Exchange budget of the full-transcript env (the env's maximum)."""
@@ -186,7 +188,7 @@ def validate_dialogues(
         "no_user": sum(p is None for p in pins),
     }
     rows: list[dict[str, Any]] = []
-    played: list[tuple[dict[str, Any], int]] = []  # each row's pin and episode seed
+    played: list[tuple[Dialogue, dict[str, Any], int]] = []  # each row's dialogue, pin, seed
     said: dict[str, list[list[str]]] = {name: [] for name in agents}
     started = time.monotonic()
     try:
@@ -214,7 +216,7 @@ def validate_dialogues(
             if full_env is not None:
                 row["full"] = judge_full(full_env, pin, episode_seed, exchanges)
             rows.append(row)
-            played.append((pin, episode_seed))
+            played.append((dialogue, pin, episode_seed))
             done = index + 1
             if progress is not None and (done % 10 == 0 or done == len(usable)):
                 elapsed = time.monotonic() - started
@@ -223,7 +225,7 @@ def validate_dialogues(
                     f"[{env_id}] {done}/{len(usable)} dialogues, {elapsed:.0f} s, ETA {eta:.0f} s"
                 )
         if open_loop and agents and rows:
-            _replay_open_loop(env, rows, played, said)
+            _replay_open_loop(env, rows, played, said, agents)
     finally:
         for built in (env, full_env):
             if built is not None:
@@ -258,23 +260,53 @@ def validate_dialogues(
     }
 
 
+OTHER_USER_SEED = 1_000_003
+"""Added to a dialogue's episode seed for the open-loop episode on the same pinned listing."""
+
+
+def open_loop_donors(card: Any, dialogues: Sequence[Dialogue]) -> list[int | None]:
+    """For each dialogue, the one whose baseline turns its user hears in the open loop.
+
+    The turns must have been said to another user in the same situation: P4G's dialogues all
+    share theirs (the charity), so the next dialogue; an ESConv seeker gets the next seeker
+    with the same emotion and problem type (else the next dialogue). ``None`` means the same
+    pin with another seed: a CB listing is the situation (another dialogue's prices would mean
+    nothing here), and another seed draws another seller for it; likewise for one dialogue.
+    """
+    n = len(dialogues)
+    if card.user_model == "seller" or n < 2:
+        return [None] * n
+    keys = [(d.situation.get("emotion_type"), d.situation.get("problem_type")) for d in dialogues]
+    donors: list[int | None] = []
+    for k in range(n):
+        same = (j for j in ((k + step) % n for step in range(1, n)) if keys[j] == keys[k])
+        donors.append(next(same, (k + 1) % n))
+    return donors
+
+
 def _replay_open_loop(
     env: Any,
     rows: Sequence[dict[str, Any]],
-    played: Sequence[tuple[dict[str, Any], int]],
+    played: Sequence[tuple[Dialogue, dict[str, Any], int]],
     said: Mapping[str, Sequence[Sequence[str]]],
+    agents: Mapping[str, Any],
 ) -> None:
-    """Adds ``open_loop``: row ``k``'s user hears what each baseline said to row ``k + 1``'s.
+    """Adds ``open_loop``: each row's user hears what each baseline said to another user.
 
-    The turns were chosen in reply to another user, so they answer none of this user's
-    replies, as replayed human turns do not. With one row the turns are its own (the same
-    episode again).
+    See :func:`open_loop_donors`; the row's ``open_loop_donor`` names the dialogue whose turns
+    were replayed (its own id when it was the same pin with another seed).
     """
-    for k, (row, (pin, episode_seed)) in enumerate(zip(rows, played, strict=True)):
-        other = (k + 1) % len(rows)
+    donors = open_loop_donors(env.card, [dialogue for dialogue, _, _ in played])
+    for row, (dialogue, pin, episode_seed), donor in zip(rows, played, donors, strict=True):
         row["open_loop"] = {}
+        row["open_loop_donor"] = dialogue.id if donor is None else played[donor][0].id
         for name, turns in said.items():
-            result = play(env, pin, episode_seed, texts=turns[other])
+            if donor is None:
+                other = play(env, pin, episode_seed + OTHER_USER_SEED, agent=agents[name])
+                texts = other["said"]
+            else:
+                texts = list(turns[donor])
+            result = play(env, pin, episode_seed, texts=texts)
             result.pop("said")
             row["open_loop"][name] = result
 

@@ -13,8 +13,11 @@ to the persona / listing built from that very dialogue (:mod:`dialogue_gym.valid
 Every figure is printed with its bootstrap 95 % interval and n, next to a *text-only
 reference* (bag-of-words logistic regression on the same inputs: the replayed system turns for
 the replay cells, all real user turns for the judge cells) and the issue's target, MET or
-MISSED. Misses are expected before the calibration (issue 15, item 2): this benchmark is the
-measuring instrument, not a gate (exit status 0 unless something fails to run).
+MISSED. Next to human replay stand ``scripted`` and ``random`` on the same users, closed loop
+and open loop (their turns said to another user in the same situation, replayed as the human
+turns are: what replay itself costs an agent that listens; docs/validity.md, "Open loop").
+This benchmark is the measuring instrument, not a gate (exit status 0 unless something fails
+to run).
 
     OMP_NUM_THREADS=1 python benchmarks/human_validity.py                  # MiniLM, all 6 envs
     python benchmarks/human_validity.py --envs P4G-hard --limit 50 --out runs/validity

@@ -225,7 +225,7 @@ def validate_dialogues(
                     f"[{env_id}] {done}/{len(usable)} dialogues, {elapsed:.0f} s, ETA {eta:.0f} s"
                 )
         if open_loop and agents and rows:
-            _replay_open_loop(env, rows, played, said, agents)
+            _replay_open_loop(env, rows, played, said, agents, env_id, progress)
     finally:
         for built in (env, full_env):
             if built is not None:
@@ -290,6 +290,8 @@ def _replay_open_loop(
     played: Sequence[tuple[Dialogue, dict[str, Any], int]],
     said: Mapping[str, Sequence[Sequence[str]]],
     agents: Mapping[str, Any],
+    env_id: str = "",
+    progress: Progress | None = None,
 ) -> None:
     """Adds ``open_loop``: each row's user hears what each baseline said to another user.
 
@@ -297,7 +299,10 @@ def _replay_open_loop(
     were replayed (its own id when it was the same pin with another seed).
     """
     donors = open_loop_donors(env.card, [dialogue for dialogue, _, _ in played])
-    for row, (dialogue, pin, episode_seed), donor in zip(rows, played, donors, strict=True):
+    started = time.monotonic()
+    for done, (row, (dialogue, pin, episode_seed), donor) in enumerate(
+        zip(rows, played, donors, strict=True), start=1
+    ):
         row["open_loop"] = {}
         row["open_loop_donor"] = dialogue.id if donor is None else played[donor][0].id
         for name, turns in said.items():
@@ -309,6 +314,9 @@ def _replay_open_loop(
             result = play(env, pin, episode_seed, texts=texts)
             result.pop("said")
             row["open_loop"][name] = result
+        if progress is not None and (done % 10 == 0 or done == len(rows)):
+            elapsed = time.monotonic() - started
+            progress(f"[{env_id}] open loop {done}/{len(rows)} dialogues, {elapsed:.0f} s")
 
 
 def _column(rows: Sequence[Mapping[str, Any]], path: str) -> list[Any]:

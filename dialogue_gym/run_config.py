@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -93,8 +94,23 @@ def _diff(kind: str, stored: Mapping[str, Any], current: Mapping[str, Any]) -> l
             continue
         was_text = "not set" if was is _MISSING else f"{_canonical(was)}"
         now_text = "not set" if now is _MISSING else f"{_canonical(now)}"
-        lines.append(f"{kind} option {key!r}: {was_text} in the run, {now_text} now")
+        line = f"{kind} option {key!r}: {was_text} in the run, {now_text} now"
+        if _same_file(was, now):
+            # Options are the run's identity as written (every record's hash is of them), so
+            # a path spelled otherwise differs; say so, since the file is the same.
+            line += " (the same file spelled differently: options are compared as written)"
+        lines.append(line)
     return lines
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    """Whether two option values are path strings naming one existing file or folder."""
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def check_settings(

@@ -257,6 +257,25 @@ def test_resume_with_other_agent_options_is_refused_naming_the_option(
     assert len(records) == 6
 
 
+def test_a_path_option_spelled_otherwise_is_refused_with_a_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dialogue_gym.run_config import ConfigMismatchError, check_settings
+
+    (tmp_path / "ckpt").mkdir()
+    monkeypatch.chdir(tmp_path)
+    pair = {"agent": "a", "env_id": "e", "agent_options": {"checkpoint": "ckpt"}}
+    manifest = {"pairs": [{**pair, "env_options": {}}]}
+    same = {("a", "e"): {"checkpoint": str(tmp_path / "ckpt")}}
+    with pytest.raises(ConfigMismatchError, match="the same file spelled differently"):
+        check_settings(tmp_path, manifest, same, {})
+    other = {("a", "e"): {"checkpoint": str(tmp_path)}}
+    with pytest.raises(ConfigMismatchError) as refused:
+        check_settings(tmp_path, manifest, other, {})
+    assert "spelled differently" not in str(refused.value)
+    assert check_settings(tmp_path, manifest, {("a", "e"): {"checkpoint": "ckpt"}}, {})
+
+
 def test_records_refuse_other_agent_options_without_the_settings_file(
     tiny_id: str, tmp_path: Path
 ) -> None:

@@ -92,7 +92,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-open-loop",
         action="store_true",
-        help="skip replaying each baseline's turns to another dialogue's user",
+        help="skip replaying each baseline's turns to another user in the same situation",
     )
     parser.add_argument("--seed", type=int_range(0), default=0, metavar="S")
     parser.add_argument(

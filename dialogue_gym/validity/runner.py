@@ -143,7 +143,7 @@ def validate_dialogues(
         seed: Seed of episode 0 (dialogue ``i`` gets ``seed + i`` in every arm).
         n_resamples: Bootstrap resamples per cell.
         judge_transcripts: Also judge the full real transcripts.
-        open_loop: Also replay each baseline's turns to another dialogue's user.
+        open_loop: Also replay each baseline's turns to another user in the same situation.
         progress: Called with a progress line now and then (``None``: silent).
 
     Returns:
@@ -517,7 +517,7 @@ def validate(
         seed: Seed of episode 0.
         n_resamples: Bootstrap resamples.
         judge_transcripts: Judge the full real transcripts too.
-        open_loop: Also replay each baseline's turns to another dialogue's user.
+        open_loop: Also replay each baseline's turns to another user in the same situation.
         progress: Progress callback (``None``: silent).
 
     Returns:

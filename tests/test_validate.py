@@ -351,7 +351,7 @@ def test_open_loop_replays_each_baselines_turns_to_the_next_dialogues_user() -> 
 
 
 def test_open_loop_donors_share_the_situation() -> None:
-    from dialogue_gym.validity.runner import open_loop_donors
+    from dialogue_gym.validity.open_loop import open_loop_donors
 
     def seeker(i: int, emotion: str, problem: str) -> Dialogue:
         situation = {"emotion_type": emotion, "problem_type": problem}

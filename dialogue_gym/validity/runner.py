@@ -10,13 +10,13 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
    from the dynamics, the pinned user's starting willingness: what the persona alone says;
    apart from the persona, the change in willingness: what the replayed turns alone did);
 2. **baselines** — ``scripted`` and ``random`` (by default) play the same pinned users with the
-   same episode seeds; and, **open loop**, each baseline's turns are replayed as the human
-   turns are, to a user they were not said to, in the same situation
-   (:func:`open_loop_donors`): the next dialogue's user with the same situation (P4G: any;
-   ESConv: the same emotion and problem type), or for a seller the same listing with
-   another seller drawn (another seed). Replayed turns cannot answer what *this* user says,
-   so the open-loop SR is what replay leaves of an agent that does: human replay is compared
-   with it as well as with the closed-loop SR;
+   same episode seeds; and, **open loop** (:mod:`dialogue_gym.validity.open_loop`), each
+   baseline's turns are replayed as the human turns are, to a user they were not said to in
+   the same situation: the next dialogue's user with the same situation (P4G: any; ESConv:
+   the same emotion and problem type), or for a seller the same listing with another seller
+   drawn (another seed). Replayed turns cannot answer what *this* user says, so the open-loop
+   SR is what replay leaves of an agent that does: human replay is compared with it as well
+   as with the closed-loop SR;
 3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
    in self-play (both seats external, no budget short of the whole dialogue), so the env's
    success judge (embedded or LLM) reads real text; judged success (at any exchange), its best
@@ -57,9 +57,10 @@ from dialogue_gym.validity.corpus import (
     side_text,
 )
 from dialogue_gym.validity.episodes import judge_full, play, transcript_reader
+from dialogue_gym.validity.open_loop import replay_open_loop
 from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
 
-__all__ = ["TARGETS", "format_report", "open_loop_donors", "validate", "validate_dialogues"]
+__all__ = ["TARGETS", "format_report", "validate", "validate_dialogues"]
 
 FULL_TRANSCRIPT_BUDGET = 1000
 """Exchange budget of the full-transcript env (the env's maximum)."""
@@ -225,7 +226,7 @@ def validate_dialogues(
                     f"[{env_id}] {done}/{len(usable)} dialogues, {elapsed:.0f} s, ETA {eta:.0f} s"
                 )
         if open_loop and agents and rows:
-            _replay_open_loop(env, rows, played, said, agents, env_id, progress)
+            replay_open_loop(env, rows, played, said, agents, env_id, progress)
     finally:
         for built in (env, full_env):
             if built is not None:
@@ -258,65 +259,6 @@ def validate_dialogues(
         "cells": cells,
         "dialogues": rows,
     }
-
-
-OTHER_USER_SEED = 1_000_003
-"""Added to a dialogue's episode seed for the open-loop episode on the same pinned listing."""
-
-
-def open_loop_donors(card: Any, dialogues: Sequence[Dialogue]) -> list[int | None]:
-    """For each dialogue, the one whose baseline turns its user hears in the open loop.
-
-    The turns must have been said to another user in the same situation: P4G's dialogues all
-    share theirs (the charity), so the next dialogue; an ESConv seeker gets the next seeker
-    with the same emotion and problem type (else the next dialogue). ``None`` means the same
-    pin with another seed: a CB listing is the situation (another dialogue's prices would mean
-    nothing here), and another seed draws another seller for it; likewise for one dialogue.
-    """
-    n = len(dialogues)
-    if card.user_model == "seller" or n < 2:
-        return [None] * n
-    keys = [(d.situation.get("emotion_type"), d.situation.get("problem_type")) for d in dialogues]
-    donors: list[int | None] = []
-    for k in range(n):
-        same = (j for j in ((k + step) % n for step in range(1, n)) if keys[j] == keys[k])
-        donors.append(next(same, (k + 1) % n))
-    return donors
-
-
-def _replay_open_loop(
-    env: Any,
-    rows: Sequence[dict[str, Any]],
-    played: Sequence[tuple[Dialogue, dict[str, Any], int]],
-    said: Mapping[str, Sequence[Sequence[str]]],
-    agents: Mapping[str, Any],
-    env_id: str = "",
-    progress: Progress | None = None,
-) -> None:
-    """Adds ``open_loop``: each row's user hears what each baseline said to another user.
-
-    See :func:`open_loop_donors`; the row's ``open_loop_donor`` names the dialogue whose turns
-    were replayed (its own id when it was the same pin with another seed).
-    """
-    donors = open_loop_donors(env.card, [dialogue for dialogue, _, _ in played])
-    started = time.monotonic()
-    for done, (row, (dialogue, pin, episode_seed), donor) in enumerate(
-        zip(rows, played, donors, strict=True), start=1
-    ):
-        row["open_loop"] = {}
-        row["open_loop_donor"] = dialogue.id if donor is None else played[donor][0].id
-        for name, turns in said.items():
-            if donor is None:
-                other = play(env, pin, episode_seed + OTHER_USER_SEED, agent=agents[name])
-                texts = other["said"]
-            else:
-                texts = list(turns[donor])
-            result = play(env, pin, episode_seed, texts=texts)
-            result.pop("said")
-            row["open_loop"][name] = result
-        if progress is not None and (done % 10 == 0 or done == len(rows)):
-            elapsed = time.monotonic() - started
-            progress(f"[{env_id}] open loop {done}/{len(rows)} dialogues, {elapsed:.0f} s")
 
 
 def _column(rows: Sequence[Mapping[str, Any]], path: str) -> list[Any]:

@@ -23,15 +23,15 @@ def play(
     seed: int,
     texts: Sequence[str] | None = None,
     agent: Any = None,
+    said: list[str] | None = None,
 ) -> dict[str, Any]:
     """One episode on a pinned user: replaying ``texts``, or played by ``agent``.
 
-    The row's ``said`` lists the system turns the episode used (the caller keeps or drops it).
+    ``said``, when given, is extended with the system turns the episode used.
     """
     observations, _ = env.reset(seed=seed, options=dict(pin))
     if agent is not None and callable(getattr(agent, "reset", None)):
         agent.reset(seed=seed)
-    said: list[str] = []
     row: dict[str, Any] = {"success": False, "success_turn": None, "s": 0.0, "exchanges": 0}
     # Where the pinned user starts, before any turn: who the user is, apart from the dynamics.
     start = env.user.privileged().get("willingness")
@@ -43,7 +43,8 @@ def play(
             text = texts[i]
         else:
             break
-        said.append(text)
+        if said is not None:
+            said.append(text)
         observations, _, terminated, truncated, infos = env.step({"system": text})
         info = infos["system"]
         row.update(s=float(info["s"]), score=info.get("success_score"), exchanges=i + 1)
@@ -56,7 +57,6 @@ def play(
     # What the dialogue did to the user, apart from where it started.
     change = None if willingness is None or start is None else float(willingness) - float(start)
     row["willingness_change"] = change
-    row["said"] = said
     return row
 
 

@@ -65,13 +65,11 @@ def replay_open_loop(
         row["open_loop_donor"] = dialogue.id if donor is None else played[donor][0].id
         for name, turns in said.items():
             if donor is None:
-                other = play(env, pin, episode_seed + OTHER_USER_SEED, agent=agents[name])
-                texts = other["said"]
+                texts: list[str] = []
+                play(env, pin, episode_seed + OTHER_USER_SEED, agent=agents[name], said=texts)
             else:
                 texts = list(turns[donor])
-            result = play(env, pin, episode_seed, texts=texts)
-            result.pop("said")
-            row["open_loop"][name] = result
+            row["open_loop"][name] = play(env, pin, episode_seed, texts=texts)
         if progress is not None and (done % 10 == 0 or done == len(rows)):
             elapsed = time.monotonic() - started
             progress(f"[{env_id}] open loop {done}/{len(rows)} dialogues, {elapsed:.0f} s")

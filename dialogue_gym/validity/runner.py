@@ -200,20 +200,19 @@ def validate_dialogues(
             assert outcome is not None
             exchanges = exchanges_of(dialogue)
             episode_seed = seed + index
+            by_agent: dict[str, Any] = {}
+            for name, agent in agents.items():
+                turns: list[str] = []  # what it said, for the open loop
+                by_agent[name] = play(env, pin, episode_seed, agent=agent, said=turns)
+                said[name].append(turns)
             row: dict[str, Any] = {
                 "id": dialogue.id,
                 "split": dialogue.split,
                 "real_success": outcome.success,
                 "real_amount": outcome.amount,
                 "replay": play(env, pin, episode_seed, texts=[s for s, _ in exchanges]),
-                "baselines": {
-                    name: play(env, pin, episode_seed, agent=agent)
-                    for name, agent in agents.items()
-                },
+                "baselines": by_agent,
             }
-            row["replay"].pop("said")
-            for name, result in row["baselines"].items():
-                said[name].append(result.pop("said"))
             if full_env is not None:
                 row["full"] = judge_full(full_env, pin, episode_seed, exchanges)
             rows.append(row)

@@ -94,6 +94,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="skip replaying each baseline's turns to another user in the same situation",
     )
+    parser.add_argument(
+        "--no-labelled",
+        action="store_true",
+        help="skip replaying the human turns with the corpus's strategy labels read",
+    )
     parser.add_argument("--seed", type=int_range(0), default=0, metavar="S")
     parser.add_argument(
         "--resamples", type=int_range(0), default=2000, metavar="N", help="bootstrap resamples"
@@ -149,6 +154,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         n_resamples=args.resamples,
         judge_transcripts=not args.no_transcripts,
         open_loop=not args.no_open_loop,
+        labelled=not args.no_labelled,
         progress=None if args.no_progress else _progress,
     )
     format_report(result, out)

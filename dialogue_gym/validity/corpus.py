@@ -34,6 +34,7 @@ from dialogue_gym.prices import buyer_utility, format_price
 __all__ = [
     "FAILED",
     "Outcome",
+    "exchange_acts",
     "exchanges_of",
     "load_held_out",
     "load_train",
@@ -100,10 +101,10 @@ def outcome_of(dialogue: Dialogue) -> Outcome | None:
     return None
 
 
-def exchanges_of(dialogue: Dialogue) -> list[tuple[str, str]]:
-    """The dialogue as ``(system text, user text)`` exchanges (see the module docstring)."""
+def _blocks(dialogue: Dialogue) -> list[tuple[str, list[str], set[str]]]:
+    """The dialogue as alternating ``(role, texts, acts)`` blocks, from its first system turn."""
     prices = dialogue.situation.get("turn_prices") or (None,) * len(dialogue.turns)
-    blocks: list[tuple[str, list[str]]] = []
+    blocks: list[tuple[str, list[str], set[str]]] = []
     offer: float | None = None
     for turn, price in zip(dialogue.turns, prices, strict=False):
         text = turn.text
@@ -123,16 +124,31 @@ def exchanges_of(dialogue: Dialogue) -> list[tuple[str, str]]:
             continue
         if blocks and blocks[-1][0] == turn.role:
             blocks[-1][1].append(text)
+            blocks[-1][2].update(turn.acts)
         else:
-            blocks.append((turn.role, [text]))
+            blocks.append((turn.role, [text], set(turn.acts)))
     while blocks and blocks[0][0] == "user":
         blocks.pop(0)
+    return blocks
+
+
+def exchanges_of(dialogue: Dialogue) -> list[tuple[str, str]]:
+    """The dialogue as ``(system text, user text)`` exchanges (see the module docstring)."""
+    blocks = _blocks(dialogue)
     exchanges = []
     for i in range(0, len(blocks), 2):
         system = " ".join(blocks[i][1])
         user = " ".join(blocks[i + 1][1]) if i + 1 < len(blocks) else ""
         exchanges.append((system, user))
     return exchanges
+
+
+def exchange_acts(dialogue: Dialogue) -> list[frozenset[str]]:
+    """The corpus labels of each exchange's system turns, parallel to :func:`exchanges_of`.
+
+    An exchange whose system turns carry no label gets an empty set.
+    """
+    return [frozenset(acts) for role, _, acts in _blocks(dialogue) if role == "system"]
 
 
 def side_text(exchanges: Sequence[tuple[str, str]], side: str, limit: int | None = None) -> str:

@@ -14,7 +14,32 @@ from typing import Any
 from dialogue_gym.data import Dialogue
 from dialogue_gym.judges.user_text import StanceReader, reader_for
 
-__all__ = ["judge_full", "play", "transcript_reader"]
+__all__ = ["PERCEIVED", "judge_full", "perceived_shares", "play", "transcript_reader"]
+
+PERCEIVED: Mapping[str, str] = {
+    "reason": "addressed",
+    "pressure": "pressure",
+    "off_topic": "off_topic",
+}
+"""What the validator counts of the user's perception of the replayed turns: name → the user
+event kind (:attr:`~dialogue_gym.users.base.UserTurn.events`) that marks it. ``reason``: the
+user credited the turn as addressing one of its concerns (``addressed:<concern>``)."""
+
+
+def perceived_shares(events: Sequence[Sequence[str]]) -> dict[str, float | None]:
+    """Per :data:`PERCEIVED` name, the share of exchanges whose user events hold its kind.
+
+    Args:
+        events: The user's events per exchange (``env.revealed()["user_events"]``).
+
+    Returns:
+        ``{name: share}``; every share is ``None`` when there was no exchange.
+    """
+    kinds = [{event.split(":", 1)[0] for event in exchange} for exchange in events]
+    return {
+        name: (sum(kind in k for k in kinds) / len(kinds) if kinds else None)
+        for name, kind in PERCEIVED.items()
+    }
 
 
 def play(
@@ -27,7 +52,10 @@ def play(
 ) -> dict[str, Any]:
     """One episode on a pinned user: replaying ``texts``, or played by ``agent``.
 
-    ``said``, when given, is extended with the system turns the episode used.
+    ``said``, when given, is extended with the system turns the episode used. The row holds
+    the outcome (``success``, ``success_turn``, ``s``, ``score``, ``utility``), the user's
+    start, final and change of willingness, and ``perceived``: the share of exchanges in which
+    the user read a reason, pressure or an off-topic turn (:func:`perceived_shares`).
     """
     observations, _ = env.reset(seed=seed, options=dict(pin))
     if agent is not None and callable(getattr(agent, "reset", None)):
@@ -57,6 +85,8 @@ def play(
     # What the dialogue did to the user, apart from where it started.
     change = None if willingness is None or start is None else float(willingness) - float(start)
     row["willingness_change"] = change
+    # What the user read in the turns (a reason, pressure, off-topic), apart from the outcome.
+    row["perceived"] = perceived_shares(env.revealed()["user_events"])
     return row
 
 

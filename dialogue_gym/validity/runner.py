@@ -17,7 +17,11 @@ built from that very dialogue (:mod:`dialogue_gym.users.corpus`; ``reset(options
    drawn (another seed). Replayed turns cannot answer what *this* user says, so the open-loop
    SR is what replay leaves of an agent that does: human replay is compared with it as well
    as with the closed-loop SR;
-3. **judges on full real transcripts** — both sides real: every exchange is fed through the env
+3. **labelled** (:mod:`dialogue_gym.validity.labelled`) — where the corpus labels the real
+   system turns with strategies of the card (ESConv's supporter strategies, P4G's annotated
+   persuasion acts), the human turns are replayed once more with the user reading those labels
+   in place of its learned strategy reader: what perfect reading of strategies would change;
+4. **judges on full real transcripts** — both sides real: every exchange is fed through the env
    in self-play (both seats external, no budget short of the whole dialogue), so the env's
    success judge (embedded or LLM) reads real text; judged success (at any exchange), its best
    score and, for deals, the judged utility.
@@ -27,7 +31,9 @@ signal for the real success, Spearman's ρ with the real amount (donation, inten
 utility), SR@T of human replay vs the baselines vs the real success rate, and the judges'
 agreement and AUC — each next to a *text-only reference* (:mod:`dialogue_gym.validity.reference`)
 from the same inputs: the replayed system turns for the replay cells, the real user turns for
-the judge cells.
+the judge cells. For every arm it also reports the share of exchanges in which the user read a
+reason (a turn addressing one of its concerns), pressure or an off-topic turn: why the arm's SR
+is what it is (:mod:`dialogue_gym.validity.cells`).
 """
 
 from __future__ import annotations
@@ -41,13 +47,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from dialogue_gym.data import Dialogue, seeds_from
 from dialogue_gym.env import CORPORA
 from dialogue_gym.judges.embedded import StateSuccessJudge
 from dialogue_gym.registry import make
 from dialogue_gym.validity import reference as ref
+from dialogue_gym.validity.cells import TARGETS, cells
 from dialogue_gym.validity.corpus import (
     exchanges_of,
     load_held_out,
@@ -57,24 +62,14 @@ from dialogue_gym.validity.corpus import (
     side_text,
 )
 from dialogue_gym.validity.episodes import judge_full, play, transcript_reader
+from dialogue_gym.validity.labelled import reading_labels, strategy_labels
 from dialogue_gym.validity.open_loop import replay_open_loop
-from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
+from dialogue_gym.validity.stats import Cell
 
 __all__ = ["TARGETS", "format_report", "validate", "validate_dialogues"]
 
 FULL_TRANSCRIPT_BUDGET = 1000
 """Exchange budget of the full-transcript env (the env's maximum)."""
-
-TARGETS: dict[str, dict[str, float]] = {
-    "P4G": {"replay_auc": 0.60, "judge_auc": 0.65},
-    "ESConv": {"replay_auc": 0.70, "judge_auc": 0.70},
-    "CB": {"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90},
-}
-"""Issue 15's targets by task: replay AUC (CI above 0.5), replay ρ with the amount (CB
-utility), judge AUC on full transcripts. On soft users human-replay SR should be within
-±:data:`SOFT_SR_TOLERANCE` of the real success rate; on every env above ``random`` (the paired
-CI above 0)."""
-SOFT_SR_TOLERANCE = 0.15
 
 Progress = Callable[[str], None]
 
@@ -129,6 +124,7 @@ def validate_dialogues(
     n_resamples: int = 2000,
     judge_transcripts: bool = True,
     open_loop: bool = True,
+    labelled: bool = True,
     progress: Progress | None = _stderr,
 ) -> dict[str, Any]:
     """Runs the validity benchmark on given dialogues (see the module docstring).
@@ -145,6 +141,9 @@ def validate_dialogues(
         n_resamples: Bootstrap resamples per cell.
         judge_transcripts: Also judge the full real transcripts.
         open_loop: Also replay each baseline's turns to another user in the same situation.
+        labelled: Also replay the human turns with the corpus's strategy labels read in place
+            of the user's learned reader, where the corpus labels them
+            (:mod:`dialogue_gym.validity.labelled`).
         progress: Called with a progress line now and then (``None``: silent).
 
     Returns:
@@ -205,14 +204,19 @@ def validate_dialogues(
                 turns: list[str] = []  # what it said, for the open loop
                 by_agent[name] = play(env, pin, episode_seed, agent=agent, said=turns)
                 said[name].append(turns)
+            texts = [s for s, _ in exchanges]
             row: dict[str, Any] = {
                 "id": dialogue.id,
                 "split": dialogue.split,
                 "real_success": outcome.success,
                 "real_amount": outcome.amount,
-                "replay": play(env, pin, episode_seed, texts=[s for s, _ in exchanges]),
+                "replay": play(env, pin, episode_seed, texts=texts),
                 "baselines": by_agent,
             }
+            labels = strategy_labels(card, dialogue, env.max_exchanges) if labelled else []
+            if labels:
+                with reading_labels(env, texts, labels):
+                    row["replay_labelled"] = play(env, pin, episode_seed, texts=texts)
             if full_env is not None:
                 row["full"] = judge_full(full_env, pin, episode_seed, exchanges)
             rows.append(row)
@@ -246,7 +250,7 @@ def validate_dialogues(
         for side, name in (("system", "reference_replay"), ("user", "reference_user")):
             p = predictions[side].get(row["id"])
             row[name] = None if p is None else p.probability
-    cells = _cells(card.id, env_id, rows, n_resamples, seed)
+    figures = cells(card.id, env_id, rows, n_resamples, seed)
     return {
         "env_id": env_id,
         "task": card.id,
@@ -255,164 +259,9 @@ def validate_dialogues(
         "counts": {**counts, "validated": len(rows)},
         "transcript_reader": reader_name,
         "reference_modes": {side: ref.modes(p) for side, p in predictions.items()},
-        "cells": cells,
+        "cells": figures,
         "dialogues": rows,
     }
-
-
-def _column(rows: Sequence[Mapping[str, Any]], path: str) -> list[Any]:
-    values = []
-    for row in rows:
-        value: Any = row
-        for key in path.split("."):
-            value = value.get(key) if isinstance(value, Mapping) else None
-        values.append(value)
-    return values
-
-
-def _num(values: Sequence[Any]) -> np.ndarray:
-    return np.array([math.nan if v is None else float(v) for v in values])
-
-
-def _cell(
-    statistic: Callable[..., float],
-    rows: Sequence[Mapping[str, Any]],
-    x: str,
-    y: str,
-    n_resamples: int,
-    seed: int,
-) -> Cell:
-    xs, ys = _num(_column(rows, x)), _num(_column(rows, y))
-    keep = ~np.isnan(xs) & ~np.isnan(ys)
-    return bootstrap_cell(statistic, xs[keep], ys[keep], n_resamples=n_resamples, seed=seed)
-
-
-def _auc(scores: np.ndarray, real: np.ndarray) -> float:
-    return auc(scores, real.astype(bool))
-
-
-def _accuracy(predicted: np.ndarray, real: np.ndarray) -> float:
-    return mean(predicted == real)
-
-
-def _difference(a: np.ndarray, b: np.ndarray) -> float:
-    return mean(a - b)
-
-
-def _first(x: np.ndarray, _y: np.ndarray) -> float:
-    return mean(x)
-
-
-def _cells(
-    task: str, env_id: str, rows: Sequence[Mapping[str, Any]], n_resamples: int, seed: int
-) -> dict[str, dict[str, Any]]:
-    """Every reported figure with its reference and target (see the module docstring)."""
-    targets = TARGETS.get(task, {})
-    soft = "soft" in env_id.lower().split("-")
-    out: dict[str, dict[str, Any]] = {}
-
-    def add(
-        name: str,
-        sim: Cell,
-        reference: Cell | None = None,
-        target: str | None = None,
-        met: bool | None = None,
-    ) -> None:
-        out[name] = {
-            "sim": sim.to_dict(),
-            "reference": None if reference is None else reference.to_dict(),
-            "target": target,
-            "met": met,
-        }
-
-    def auc_target(cell: Cell, key: str) -> tuple[str | None, bool | None]:
-        if key not in targets or math.isnan(cell.value):
-            return (f">= {targets[key]:.2f}" if key in targets else None), None
-        value = targets[key]
-        low_ok = math.isnan(cell.low) or cell.low > 0.5
-        return f">= {value:.2f}, CI > 0.5", bool(cell.value >= value and low_ok)
-
-    # -- human replay: simulated signals → the real outcome -----------------------------------
-    real = "real_success"
-    for label, path in (
-        ("sim success", "replay.success"),
-        ("final s", "replay.s"),
-        ("final willingness", "replay.willingness"),
-    ):
-        sim = _cell(_auc, rows, path, real, n_resamples, seed)
-        if sim.n == 0:
-            continue
-        with_ref = [r for r in rows if _column([r], path)[0] is not None]
-        reference = _cell(_auc, with_ref, "reference_replay", real, n_resamples, seed)
-        target, met = auc_target(sim, "replay_auc")
-        add(f"replay AUC: {label} -> real success", sim, reference, target, met)
-    # Who the user is, before the dynamics: no target (the targets are on what the replay
-    # produced), but it tells a persona layer's share of a replay cell from the dynamics'.
-    start = _cell(_auc, rows, "replay.start_willingness", real, n_resamples, seed)
-    if start.n:
-        add("persona AUC: starting willingness -> real success", start)
-    # ... and what the replayed turns did to it: final s is progress relative to the user's own
-    # start (MASP's s), so it carries only this part, never who the user is.
-    change = _cell(_auc, rows, "replay.willingness_change", real, n_resamples, seed)
-    if change.n:
-        add("dynamics AUC: willingness change -> real success", change)
-    for label, path in (("final s", "replay.s"), ("sim success", "replay.success")):
-        sim = _cell(spearman, rows, path, "real_amount", n_resamples, seed)
-        if sim.n == 0:
-            continue
-        with_ref = [r for r in rows if r.get("real_amount") is not None]
-        reference = _cell(spearman, with_ref, "reference_replay", "real_amount", n_resamples, seed)
-        target = met = None
-        if "replay_rho" in targets and not math.isnan(sim.value):
-            target, met = (
-                f">= {targets['replay_rho']:.2f}",
-                bool(sim.value >= targets["replay_rho"]),
-            )
-        add(f"replay rho: {label} ~ real amount", sim, reference, target, met)
-    sim = _cell(spearman, rows, "replay.utility", "real_amount", n_resamples, seed)
-    if sim.n >= 3:
-        add("replay rho: sim deal utility ~ real utility", sim)
-
-    # -- success rates on the same pinned users -------------------------------------------------
-    real_rate = _cell(_first, rows, real, real, n_resamples, seed)
-    human = _cell(_first, rows, "replay.success", "replay.success", n_resamples, seed)
-    target = met = None
-    if soft:
-        target = f"within {SOFT_SR_TOLERANCE:.2f} of real {real_rate.value:.2f}"
-        met = bool(abs(human.value - real_rate.value) <= SOFT_SR_TOLERANCE + 1e-9)
-    add("SR@T real people (the data)", real_rate)
-    add("SR@T human replay", human, None, target, met)
-    for name in rows[0]["baselines"]:
-        path = f"baselines.{name}.success"
-        add(f"SR@T {name}", _cell(_first, rows, path, path, n_resamples, seed))
-        diff = _cell(_difference, rows, "replay.success", path, n_resamples, seed)
-        if name == "random":
-            above = diff.value > 0 and (math.isnan(diff.low) or diff.low > 0)
-            add("SR@T human replay - random", diff, None, "> 0, CI > 0", bool(above))
-        else:
-            add(f"SR@T human replay - {name}", diff)
-        if "open_loop" in rows[0]:
-            path = f"open_loop.{name}.success"
-            add(f"SR@T {name}, open loop", _cell(_first, rows, path, path, n_resamples, seed))
-            diff = _cell(_difference, rows, "replay.success", path, n_resamples, seed)
-            add(f"SR@T human replay - {name} open loop", diff)
-
-    # -- judges on full real transcripts --------------------------------------------------------
-    if "full" in rows[0]:
-        with_ref = [r for r in rows if r.get("reference_user") is not None]
-        ref_auc = _cell(_auc, with_ref, "reference_user", real, n_resamples, seed)
-        agreement = _cell(_accuracy, rows, "full.success", real, n_resamples, seed)
-        add("judge on real transcripts: agreement (accuracy)", agreement)
-        for label, path in (("judged success", "full.success"), ("best score", "full.max_score")):
-            sim = _cell(_auc, rows, path, real, n_resamples, seed)
-            target, met = auc_target(sim, "judge_auc")
-            add(
-                f"judge on real transcripts: AUC {label} -> real success", sim, ref_auc, target, met
-            )
-        sim = _cell(spearman, rows, "full.utility", "real_amount", n_resamples, seed)
-        if sim.n >= 3:
-            add("judge on real transcripts: rho judged utility ~ real utility", sim)
-    return out
 
 
 def validate(
@@ -434,6 +283,7 @@ def validate(
     n_resamples: int = 2000,
     judge_transcripts: bool = True,
     open_loop: bool = True,
+    labelled: bool = True,
     progress: Progress | None = _stderr,
 ) -> dict[str, Any]:
     """Loads the held-out split(s) of the env's corpus and runs :func:`validate_dialogues`.
@@ -459,6 +309,7 @@ def validate(
         n_resamples: Bootstrap resamples.
         judge_transcripts: Judge the full real transcripts too.
         open_loop: Also replay each baseline's turns to another user in the same situation.
+        labelled: Also replay the human turns reading the corpus's strategy labels.
         progress: Progress callback (``None``: silent).
 
     Returns:
@@ -517,6 +368,7 @@ def validate(
             n_resamples=n_resamples,
             judge_transcripts=judge_transcripts,
             open_loop=open_loop,
+            labelled=labelled,
             progress=progress,
         )
     finally:

@@ -135,7 +135,10 @@ def test_validator_reports_perception_and_the_labelled_arm_on_the_fixture() -> N
 
 
 @pytest.mark.skipif(not (DATASETS / "esconv").is_dir(), reason="needs /work/shared/datasets")
-def test_real_esconv_turns_are_all_labelled_including_the_failed_files() -> None:
+def test_real_esconv_turns_are_all_labelled_including_the_failed_files(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dialogue_gym.cli import main
     from dialogue_gym.validity import validate
 
     result = validate(
@@ -160,3 +163,10 @@ def test_real_esconv_turns_are_all_labelled_including_the_failed_files() -> None
     failed = load_held_out("esconv", DATASETS, ["failed"])
     labels = {a for d in failed for t in d.turns if t.role == "system" for a in t.acts}
     assert labels and all(aliases.get(a, a) in names for a in labels)
+
+    argv = ["validate", "ESConv-soft", "--data", str(DATASETS), "--limit", "2"]
+    argv += ["--encoder", "hashing", "--no-baselines", "--no-transcripts", "--resamples", "10"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "SR@T human replay, corpus labels read" in capsys.readouterr().out
+    assert main([*argv, "--no-progress", "--no-labelled"]) == 0
+    assert "corpus labels" not in capsys.readouterr().out

@@ -201,3 +201,13 @@ def test_the_decision_signal_benchmark_reads_train_only(capsys: pytest.CaptureFi
     assert set(aucs) == {"survey", "persuader turns", "both"}
     assert all(0.0 <= float(v) <= 1.0 for v in aucs.values())
     assert "donation-information" in out and "asks read" in out
+    words = dict(re.findall(r"^  first (\d) turns +([01]\.\d{3})$", out, re.M))
+    assert set(words) == {"1", "2", "4", "8"}
+    assert "heaviest words for donated:" in out
+    # The ceiling of a judge of stated intention: annotated train dialogues only.
+    annotated = load_corpus("p4g", DATA, split="train", format="annotated")
+    pattern = r"^stated intention .*, (\d+) annotated train dialogues: AUC (0\.\d\d)"
+    stated = re.search(pattern, out, re.M)
+    assert stated is not None
+    assert 0 < int(stated.group(1)) <= len(annotated)
+    assert 0.0 <= float(stated.group(2)) <= 1.0

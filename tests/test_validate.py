@@ -282,7 +282,9 @@ def test_validator_on_the_fixture_has_the_known_answer(monkeypatch: pytest.Monke
     expected = spearman([1, 1, 1, 0, 0, 0], [0.5, 1.0, 2.0, 0, 0, 0])
     assert rho["value"] == pytest.approx(expected, abs=1e-4) and rho["n"] == 6
     for name, cell in cells.items():
-        assert cell["sim"]["n"] == 6, name
+        # The act-only reference is a reference alone: no simulator figure beside it.
+        figure = cell["reference"] if name.startswith("act-only reference") else cell["sim"]
+        assert figure["n"] == 6, name
     assert result["transcript_reader"] is None  # the caller chose the success judge
     for row in result["dialogues"]:
         donor = row["real_success"]
@@ -437,7 +439,12 @@ def test_cli_validate_on_the_fixture(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "SR@T real people (the data)" in printed and "0.50" in printed
     summary = json.loads((out_dir / "validity.json").read_text())
     assert summary["counts"]["validated"] == 6 and summary["splits"] == ["test"]
-    assert summary["reference_modes"] == {"system": "train", "user": "train"}
+    # The fixture's turns carry no labels: the P4G card's learned readers give the acts.
+    assert summary["reference_modes"] == {
+        "system": "train",
+        "user": "train",
+        "acts": "readers, train",
+    }
     lines = (out_dir / "dialogues.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["id"] for line in lines) == sorted(d.id for d in held_out)
     assert "SR@T random, open loop" in printed

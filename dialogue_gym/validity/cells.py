@@ -119,6 +119,14 @@ def cells(
         reference = _cell(_auc, with_ref, "reference_replay", real, n_resamples, seed)
         target, met = auc_target(sim, "replay_auc")
         add(f"replay AUC: {label} -> real success", sim, reference, target, met)
+    # What the replayed turns' acts alone predict (validity/acts.py): what a user reacting to
+    # what the system does can draw from them; the text reference also reads the real user's
+    # reactions in the system's words.
+    acts = [r for r in rows if r.get("reference_acts") is not None]
+    if acts:
+        nothing = Cell(math.nan, math.nan, math.nan, 0)
+        acts_auc = _cell(_auc, acts, "reference_acts", real, n_resamples, seed)
+        add("act-only reference: replayed turns' acts -> real success", nothing, acts_auc)
     # Who the user is, before the dynamics: no target (the targets are on what the replay
     # produced), but it tells a persona layer's share of a replay cell from the dynamics'.
     start = _cell(_auc, rows, "replay.start_willingness", real, n_resamples, seed)

@@ -22,7 +22,7 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -48,14 +48,21 @@ class BagOfWords:
         l2: The L2 penalty on the weights (not the bias), per example.
         iterations: Gradient steps.
         max_features: Vocabulary size limit.
+        tokenizer: Text → its tokens (default :func:`tokens`: word unigrams and bigrams; the
+            act-only reference passes its own, :mod:`dialogue_gym.validity.acts`).
     """
 
     def __init__(
-        self, l2: float = 1e-2, iterations: int = 300, max_features: int = MAX_FEATURES
+        self,
+        l2: float = 1e-2,
+        iterations: int = 300,
+        max_features: int = MAX_FEATURES,
+        tokenizer: Callable[[str], list[str]] = tokens,
     ) -> None:
         self.l2 = l2
         self.iterations = iterations
         self.max_features = max_features
+        self.tokenizer = tokenizer
         self.vocabulary: dict[str, int] = {}
         self.idf = np.zeros(0)
         self.weights = np.zeros(0)
@@ -64,7 +71,7 @@ class BagOfWords:
     def _matrix(self, texts: Sequence[str]) -> np.ndarray:
         x = np.zeros((len(texts), len(self.vocabulary)))
         for row, text in enumerate(texts):
-            for token, count in Counter(tokens(text)).items():
+            for token, count in Counter(self.tokenizer(text)).items():
                 column = self.vocabulary.get(token)
                 if column is not None:
                     x[row, column] = math.log1p(count)
@@ -85,7 +92,7 @@ class BagOfWords:
             raise ValueError("the text reference needs both classes to fit")
         frequency: Counter[str] = Counter()
         for text in texts:
-            frequency.update(set(tokens(text)))
+            frequency.update(set(self.tokenizer(text)))
         kept = sorted((t for t, c in frequency.items() if c >= 2), key=lambda t: (-frequency[t], t))
         self.vocabulary = {t: i for i, t in enumerate(kept[: self.max_features])}
         df = np.array([frequency[t] for t in self.vocabulary], dtype=float)
@@ -142,6 +149,7 @@ def predict_held_out(
     train: Sequence[tuple[str, str, bool]],
     held_out: Sequence[tuple[str, str, bool]],
     folds: int = FOLDS,
+    tokenizer: Callable[[str], list[str]] = tokens,
 ) -> dict[str, ReferencePrediction]:
     """Text-reference predictions for held-out dialogues.
 
@@ -150,6 +158,7 @@ def predict_held_out(
         held_out: ``(id, text, label)`` of the held-out dialogues; labels are used only in
             cross-fitting, and never for the fold being predicted.
         folds: Folds of cross-fitting.
+        tokenizer: Text → tokens for :class:`BagOfWords` (default: words and word pairs).
 
     Returns:
         Held-out id → prediction. Empty when no model can be fitted (one class in all data).
@@ -164,7 +173,9 @@ def predict_held_out(
     if not held_out:
         return {}
     if _usable(train):
-        model = BagOfWords().fit([t for _, t, _ in train], [y for _, _, y in train])
+        model = BagOfWords(tokenizer=tokenizer).fit(
+            [t for _, t, _ in train], [y for _, _, y in train]
+        )
         probs = model.predict([t for _, t, _ in held_out])
         fitted = frozenset(train_ids)
         return {
@@ -177,7 +188,9 @@ def predict_held_out(
         rest = [*train, *(row for row in held_out if _fold(row[0], folds) != k)]
         if not target or len({y for _, _, y in rest}) < 2:
             continue
-        model = BagOfWords().fit([t for _, t, _ in rest], [y for _, _, y in rest])
+        model = BagOfWords(tokenizer=tokenizer).fit(
+            [t for _, t, _ in rest], [y for _, _, y in rest]
+        )
         probs = model.predict([t for _, t, _ in target])
         fitted = frozenset(i for i, _, _ in rest)
         for (i, _, _), p in zip(target, probs, strict=True):

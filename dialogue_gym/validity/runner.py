@@ -52,6 +52,7 @@ from dialogue_gym.env import CORPORA
 from dialogue_gym.judges.embedded import StateSuccessJudge
 from dialogue_gym.registry import make
 from dialogue_gym.validity import reference as ref
+from dialogue_gym.validity.acts import predict_acts
 from dialogue_gym.validity.cells import TARGETS, cells
 from dialogue_gym.validity.corpus import (
     exchanges_of,
@@ -246,10 +247,14 @@ def validate_dialogues(
     predictions = {
         side: ref.predict_held_out(train_rows[side], test_rows[side]) for side in ("system", "user")
     }
+    validated = [d for d in usable if d.id in {r["id"] for r in rows}]
+    act_source, act_predictions = predict_acts(card, train, validated, env.max_exchanges)
     for row in rows:
         for side, name in (("system", "reference_replay"), ("user", "reference_user")):
             p = predictions[side].get(row["id"])
             row[name] = None if p is None else p.probability
+        p = act_predictions.get(row["id"])
+        row["reference_acts"] = None if p is None else p.probability
     figures = cells(card.id, env_id, rows, n_resamples, seed)
     return {
         "env_id": env_id,
@@ -258,7 +263,10 @@ def validate_dialogues(
         "baselines": list(baselines),
         "counts": {**counts, "validated": len(rows)},
         "transcript_reader": reader_name,
-        "reference_modes": {side: ref.modes(p) for side, p in predictions.items()},
+        "reference_modes": {
+            **{side: ref.modes(p) for side, p in predictions.items()},
+            "acts": f"{act_source}, {ref.modes(act_predictions)}" if act_source else "none",
+        },
         "cells": figures,
         "dialogues": rows,
     }
@@ -402,6 +410,12 @@ def format_report(result: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
         f"judge cells ← all real user turns ({modes.get('user')})",
         file=out,
     )
+    if modes.get("acts", "none") != "none":
+        print(
+            f"   act-only reference (in the text-only column): the replayed system turns' acts "
+            f"only ({modes['acts']})",
+            file=out,
+        )
     if result.get("transcript_reader"):
         print(
             f"   judge on real transcripts: external replies the card's cues cannot place are "

@@ -426,12 +426,13 @@ def format_report(result: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
     header = f"{'figure':<{width}}{'simulator':<30}{'text-only reference':<30}target"
     print(header, file=out)
     for name, cell in result["cells"].items():
-        sim = Cell(**_nan(cell["sim"]))
+        # A reference-only cell (the act-only reference) has no simulator figure to show.
+        sim = "" if cell["sim"]["n"] == 0 else Cell(**_nan(cell["sim"])).format()
         reference = "" if cell["reference"] is None else Cell(**_nan(cell["reference"])).format()
         target = cell.get("target") or ""
         if cell.get("met") is not None:
             target += " MET" if cell["met"] else " MISSED"
-        print(f"{name:<{width}}{sim.format():<30}{reference:<30}{target}", file=out)
+        print(f"{name:<{width}}{sim:<30}{reference:<30}{target}", file=out)
 
 
 def _nan(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ Examples::
 With ``--out DIR`` the result is written to ``DIR/validity.json`` (every cell with n and its
 interval, the counts and the options) and ``DIR/dialogues.jsonl`` (one line per validated
 dialogue: real outcome, replay, baselines closed and open loop, full-transcript judgment,
-text-reference probabilities).
+text-only and act-only reference probabilities).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="replay held-out real dialogues and compare the simulated outcomes with the real ones",
         description="Replay held-out real dialogues (system turns one per exchange, each user "
         "pinned to its own dialogue's persona or listing) and report AUC / Spearman / SR of the "
-        "simulated outcomes against the real ones, with bootstrap 95%% CIs, n and a text-only "
-        "bag-of-words reference.",
+        "simulated outcomes against the real ones, with bootstrap 95%% CIs, n, a text-only "
+        "bag-of-words reference and an act-only one (the replayed turns' acts alone).",
     )
     parser.add_argument("env_id", metavar="ENV_ID", help="e.g. P4G-hard, ESConv-soft, CB-hard")
     parser.add_argument("--data", default=None, metavar="PATH", help="data root or corpus folder")

@@ -132,9 +132,10 @@ def _persuader_words(train: Sequence[Any], y: np.ndarray, fold: np.ndarray) -> N
     from dialogue_gym.validity.stats import auc
 
     labels = y.astype(bool)
+    exchanges = [exchanges_of(d) for d in train]
     print("persuader words (text-only reference), out-of-fold AUC by turns read:")
     for turns in (1, 2, 4, T):
-        texts = [side_text(exchanges_of(d), "system", turns) for d in train]
+        texts = [side_text(e, "system", turns) for e in exchanges]
         score = np.zeros(len(y))
         for k in range(FOLDS):
             inside = [t for t, f in zip(texts, fold, strict=True) if f != k]
@@ -142,7 +143,7 @@ def _persuader_words(train: Sequence[Any], y: np.ndarray, fold: np.ndarray) -> N
             model = BagOfWords().fit(inside, labels[fold != k].tolist())
             score[fold == k] = model.predict(outside)
         print(f"  first {turns} turns   {auc(score, labels):.3f}")
-    model = BagOfWords().fit([side_text(exchanges_of(d), "system", T) for d in train], labels)
+    model = BagOfWords().fit([side_text(e, "system", T) for e in exchanges], labels)
     words = sorted(model.vocabulary, key=lambda w: model.weights[model.vocabulary[w]])
     print(f"  heaviest words for donated:     {', '.join(reversed(words[-12:]))}")
     print(f"  heaviest words for not donated: {', '.join(words[:12])}")

@@ -240,14 +240,13 @@ def validate_dialogues(
             f"{env_id}: no held-out dialogue has a known outcome, system turns and a user "
             f"({counts})"
         )
+    validated_ids = {r["id"] for r in rows}
+    validated = [d for d in usable if d.id in validated_ids]
     train_rows = _reference_rows(train, env.max_exchanges)
-    test_rows = _reference_rows(
-        [d for d in usable if d.id in {r["id"] for r in rows}], env.max_exchanges
-    )
+    test_rows = _reference_rows(validated, env.max_exchanges)
     predictions = {
         side: ref.predict_held_out(train_rows[side], test_rows[side]) for side in ("system", "user")
     }
-    validated = [d for d in usable if d.id in {r["id"] for r in rows}]
     act_source, act_predictions = predict_acts(card, train, validated, env.max_exchanges)
     for row in rows:
         for side, name in (("system", "reference_replay"), ("user", "reference_user")):

@@ -20,7 +20,8 @@ Checks, each printed PASS or MISS (exit status 1 on any MISS):
 
 * pooled AUC of Σγᵗr_S → success ≥ ``--auc`` (0.95), on every env;
 * ``stall``'s mean return ≤ ``scripted``'s − ``--stall-gap`` (0.15) wherever the task has an
-  ask (ED has none: n/a);
+  ask (ED has none: n/a); the gap is printed with its 95 % paired-bootstrap CI over the
+  episodes (both agents play the same seeds), the verdict stays on the point estimate;
 * s at the end of every successful episode within 1 ± ``--s-tol`` (0.02);
 * no exchange of any episode with s > 1 + ``--s-tol``;
 * hard envs: the simulator's own replies earn strictly more Σγᵗr_U than each blind policy
@@ -48,6 +49,7 @@ import numpy as np
 
 from dialogue_gym.agents import make_agent
 from dialogue_gym.evaluation import evaluate
+from dialogue_gym.metrics.bootstrap import paired_bootstrap_diff
 from dialogue_gym.registry import make, registry, spec
 from dialogue_gym.testing.user_policies import USER_POLICIES, BlindUserPolicy
 from dialogue_gym.users.latent_state import success_stances
@@ -184,7 +186,8 @@ def measure_env(
         ``{"env_id", "task", "hard", "has_ask", "episodes", "agents": {name: row},
         "auc", "s_max", "s_success": [...], "user": {policy: row} | None}``; a row has
         ``agent`` (the resolved name), ``n``, ``sr``, ``return``, ``s_success``, ``s_failure``
-        and ``s_max`` (system) or ``n``, ``sr``, ``return``, ``deviations`` (turns refused
+        ``s_max`` and ``returns`` (per episode, in seed order, so two agents' returns pair
+        by episode) (system) or ``n``, ``sr``, ``return``, ``deviations`` (turns refused
         where the simulator would not have) and ``q_resolved_refusals`` (user).
     """
     env_spec = spec(env_id)
@@ -218,6 +221,7 @@ def measure_env(
             "s_success": _mean([r["s_final"] for r in wins]),
             "s_failure": _mean([r["s_final"] for r in losses]),
             "s_max": max(r["s_max"] for r in rows),
+            "returns": [r["return"] for r in rows],
         }
         say(f"[{env_spec.id}] {name}: {len(rows)} episodes in {time.perf_counter() - start:.0f} s")
     out["auc"] = auc([r["return"] for r in pooled], [r["success"] for r in pooled])
@@ -262,7 +266,9 @@ def checks(
             (
                 f"stall return <= scripted - {stall_gap:g}",
                 gap >= stall_gap - 1e-12 if result["has_ask"] else None,
-                f"gap {gap:+.3f}" + ("" if result["has_ask"] else " (success needs no ask)"),
+                f"gap {gap:+.3f}"
+                + _gap_interval(agents["scripted"], agents["stall"])
+                + ("" if result["has_ask"] else " (success needs no ask)"),
             )
         )
     wins = result["s_success"]
@@ -302,6 +308,20 @@ def checks(
             )
         )
     return found
+
+
+def _gap_interval(scripted: dict[str, Any], stall: dict[str, Any]) -> str:
+    """`` [low, high]``: the 95 % paired-bootstrap CI of the return gap over the episodes.
+
+    Both agents play the same seeds, so the per-episode differences are resampled (the
+    verdict stays on the point estimate; the interval says how far it could move with other
+    seeds). Empty when a row has no per-episode returns (a result from an older run).
+    """
+    a, b = scripted.get("returns"), stall.get("returns")
+    if not a or not b or len(a) != len(b):
+        return ""
+    diff = paired_bootstrap_diff(a, b)
+    return f" [{diff.low:+.3f}, {diff.high:+.3f}]"
 
 
 def _fmt(x: float, sign: bool = False) -> str:

@@ -81,6 +81,7 @@ def test_measure_env_tiny(bench):
     for row in result["agents"].values():
         assert row["n"] == 2 and 0.0 <= row["sr"] <= 1.0
         assert {"return", "s_success", "s_failure", "s_max"} <= set(row)
+        assert len(row["returns"]) == 2 and np.mean(row["returns"]) == pytest.approx(row["return"])
     assert set(result["user"]) == set(USER_POLICIES)
     assert all(row["n"] == 2 for row in result["user"].values())
     found = bench.checks(result)
@@ -89,3 +90,25 @@ def test_measure_env_tiny(bench):
     assert sum("rational r_U >" in n for n in names) == 3
     assert all(passed in (True, False, None) for _, passed, _ in found)
     assert "P4G-hard-v0" in bench.report(result, found)
+
+
+def test_stall_gap_is_printed_with_its_paired_interval(bench):
+    from dialogue_gym.metrics.bootstrap import paired_bootstrap_diff
+
+    scripted = [0.9, 0.2, 0.8, 0.7, 0.1, 0.95]
+    stall = [0.6, 0.5, 0.55, 0.6, 0.4, 0.5]
+    rows = {
+        "scripted": {"return": float(np.mean(scripted)), "returns": scripted},
+        "stall": {"return": float(np.mean(stall)), "returns": stall},
+    }
+    result = {"agents": rows, "auc": 1.0, "has_ask": True, "s_success": [], "s_max": 1.0}
+    result["user"] = None
+    (_, passed, value) = next(c for c in bench.checks(result) if c[0].startswith("stall"))
+    diff = paired_bootstrap_diff(scripted, stall)
+    assert value == f"gap {diff.mean:+.3f} [{diff.low:+.3f}, {diff.high:+.3f}]"
+    assert diff.low < diff.mean < diff.high and passed is (diff.mean >= 0.15)
+    # A row without per-episode returns (an older result file) keeps the bare gap.
+    for row in rows.values():
+        del row["returns"]
+    (_, _, value) = next(c for c in bench.checks(result) if c[0].startswith("stall"))
+    assert value == f"gap {diff.mean:+.3f}"

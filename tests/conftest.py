@@ -1,6 +1,23 @@
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
 import dialogue_gym
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """Imports ``benchmarks/<name>.py`` (not a package) as a module, without running main."""
+    module_spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # dataclasses resolve their annotations through sys.modules
+    module_spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

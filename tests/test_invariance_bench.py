@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "invariance.py"
@@ -15,10 +15,7 @@ SCRIPT = ROOT / "benchmarks" / "invariance.py"
 
 @pytest.fixture(scope="module")
 def bench():
-    module_spec = importlib.util.spec_from_file_location("invariance", SCRIPT)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    return load_benchmark("invariance")
 
 
 def _record(**changes):

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from contextlib import redirect_stdout
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "masp_claim.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    module_spec = importlib.util.spec_from_file_location("masp_claim", SCRIPT)
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    return load_benchmark("masp_claim")
 
 
 def _row(seed: int, system: str, user: str, episode: int, success_turn: int | None) -> dict:

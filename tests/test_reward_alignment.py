@@ -1,25 +1,19 @@
 """benchmarks/reward_alignment.py (issue 14): the AUC, the user-seat policies, a tiny run."""
 
-import importlib.util
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.testing.user_policies import USER_POLICIES, BlindUserPolicy, refusal, twin
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reward_alignment.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    module_spec = importlib.util.spec_from_file_location("reward_alignment", SCRIPT)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    return load_benchmark("reward_alignment")
 
 
 def test_auc_is_the_mann_whitney_probability(bench):

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "threads.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    module_spec = importlib.util.spec_from_file_location("threads_bench", SCRIPT)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules["threads_bench"] = module  # dataclasses resolve their module by name
-    module_spec.loader.exec_module(module)
-    return module
+    return load_benchmark("threads")
 
 
 def _pair(bench, workload: str, torch_s: float, chosen_s: float) -> list:

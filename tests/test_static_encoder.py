@@ -329,8 +329,8 @@ def test_the_head_ranks_real_persuader_turns_like_minilm(full_cache: Path) -> No
     """On text no fit saw, the head brings the cosines much closer to MiniLM's ranking.
 
     Real persuader turns (P4G test split) paired with the P4G card's concern prototypes, the
-    comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.80 with the
-    head, 0.39 for the bare token mean.
+    comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.82 with the
+    head, 0.38 for the bare token mean.
     """
     from dialogue_gym.cards import load_card
     from dialogue_gym.data import load_corpus
@@ -383,3 +383,26 @@ def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:
     assert "cosine" not in capsys.readouterr().err  # read from the cache, not refitted
     wrapped = make_encoder(again)
     assert wrapped.to_reference_cosine(0.5) == pytest.approx(float(first[1]))  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_head_cv_benchmark_runs(full_cache: Path, monkeypatch, capsys) -> None:
+    """The length chooser runs offline on the real table: one row per length, ρ in [-1, 1]."""
+    import runpy
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "static_head_cv.py"
+    monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(full_cache))
+    monkeypatch.setattr(sys, "argv", [str(script), "--epochs", "1", "2"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket.socket, "connect", _no_network)
+        with pytest.raises(SystemExit) as exit_info:
+            runpy.run_path(str(script), run_name="__main__")
+    assert exit_info.value.code == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    # epochs, ρ in-sample, ρ held-out, six cards' ρ, "(N s)"
+    rows = [row for row in rows if len(row) == 11 and row[0].isdigit()]
+    assert [row[0] for row in rows] == ["1", "2"]
+    for row in rows:
+        per_card = [float(v) for v in row[3:9]]
+        assert len(per_card) == 6 and all(-1.0 <= v <= 1.0 for v in [*per_card, float(row[1])])

@@ -39,13 +39,15 @@ the bare token mean, model2vec's own encoding.)
 The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31
 mean cosine, against MiniLM's ~0.59 vs ~0.13) and ranks pairs only loosely like MiniLM (the
 cards' sentence pairs within each card: Spearman ρ 0.44; real P4G persuader turns × the P4G
-card's concern prototypes, text no fit saw: 0.39). The head brings those to ρ 0.97 (its own
-training pairs) and 0.80 (the persuader turns). What remains of the difference in scale is
-taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map onto MiniLM's scale
-fitted by quantile matching on the cards' sentences (:mod:`dialogue_gym.mind.cosine_scale`;
-fitted once with MiniLM and cached beside the model); every threshold of the users, judges and
-scripted agents reads cosines through it. It is still a copy of MiniLM, not MiniLM: use
-``static`` for throughput (RL at scale, smoke runs) and report results under MiniLM.
+card's concern prototypes, text no fit saw: 0.38). The head brings those to ρ 0.86 (its own
+training pairs; it is trained only as long as that helps text it never saw, see
+:mod:`~dialogue_gym.mind.static_head`) and 0.82 (the persuader turns). What remains of the
+difference in scale is taken out by :meth:`StaticEncoder.to_reference_cosine`, a monotone map
+onto MiniLM's scale fitted by quantile matching on the cards' sentences
+(:mod:`dialogue_gym.mind.cosine_scale`; fitted once with MiniLM and cached beside the model);
+every threshold of the users, judges and scripted agents reads cosines through it. It is
+still a copy of MiniLM, not MiniLM: use ``static`` for throughput (RL at scale, smoke runs)
+and report results under MiniLM.
 ``benchmarks/env_throughput.py`` measures the speed-up; ``docs/environments.md`` gives the
 benchmark tables under it.
 

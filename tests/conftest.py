@@ -1,4 +1,6 @@
+import functools
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -6,8 +8,44 @@ from types import ModuleType
 import pytest
 
 import dialogue_gym
+import dialogue_gym.evaluation
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--evaluate-encoder",
+        default=None,
+        metavar="NAME",
+        help="run every dialogue_gym.evaluation.evaluate call of the suite with this encoder "
+        "unless the call names one (e.g. static: do the discrimination tests hold under it?)",
+    )
+
+
+def with_default_encoder(evaluate, encoder: str):
+    """``evaluate`` whose envs use ``encoder`` wherever a call's ``env_kwargs`` names none."""
+    signature = inspect.signature(evaluate)
+
+    @functools.wraps(evaluate)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        env_kwargs = dict(bound.arguments.get("env_kwargs") or {})
+        env_kwargs.setdefault("encoder", encoder)
+        bound.arguments["env_kwargs"] = env_kwargs
+        return evaluate(*bound.args, **bound.kwargs)
+
+    return wrapper
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before collection, so that test modules' `from dialogue_gym.evaluation import evaluate`
+    # already gets the wrapped function.
+    encoder = config.getoption("--evaluate-encoder")
+    if encoder:
+        dialogue_gym.evaluation.evaluate = with_default_encoder(
+            dialogue_gym.evaluation.evaluate, encoder
+        )
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -27,6 +27,7 @@ import numpy as np
 
 from dialogue_gym.mind.cosine_scale import calibration_texts
 from dialogue_gym.mind.minilm import MiniLMEncoder
+from dialogue_gym.mind.minilm_assets import normalize_rows
 from dialogue_gym.mind.static import DEFAULT_HEAD, StaticEncoder, StaticRecipe
 from dialogue_gym.mind.static_head import HeadConfig, apply_head, fit_head, pooled_features
 from dialogue_gym.validity.stats import spearman
@@ -34,9 +35,7 @@ from dialogue_gym.validity.stats import spearman
 
 def pair_rho(head: dict[str, np.ndarray], features: np.ndarray, targets: np.ndarray) -> float:
     """Spearman ρ of the head's pair cosines against the targets' over every pair of rows."""
-    out = apply_head(head, features)
-    out /= np.linalg.norm(out, axis=1, keepdims=True)
-    ref = targets / np.linalg.norm(targets, axis=1, keepdims=True)
+    out, ref = normalize_rows(apply_head(head, features)), normalize_rows(targets)
     upper = np.triu_indices(len(ref), k=1)
     return spearman((out @ out.T)[upper], (ref @ ref.T)[upper])
 

@@ -8,7 +8,6 @@ from types import ModuleType
 import pytest
 
 import dialogue_gym
-import dialogue_gym.evaluation
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -43,6 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # already gets the wrapped function.
     encoder = config.getoption("--evaluate-encoder")
     if encoder:
+        import dialogue_gym.evaluation
+
         dialogue_gym.evaluation.evaluate = with_default_encoder(
             dialogue_gym.evaluation.evaluate, encoder
         )

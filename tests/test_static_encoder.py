@@ -388,17 +388,11 @@ def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:
 @pytest.mark.slow
 def test_the_head_cv_benchmark_runs(full_cache: Path, monkeypatch, capsys) -> None:
     """The length chooser runs offline on the real table: one row per length, ρ in [-1, 1]."""
-    import runpy
-    import sys
+    from conftest import load_benchmark
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "static_head_cv.py"
     monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(full_cache))
-    monkeypatch.setattr(sys, "argv", [str(script), "--epochs", "1", "2"])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", _no_network)
-        with pytest.raises(SystemExit) as exit_info:
-            runpy.run_path(str(script), run_name="__main__")
-    assert exit_info.value.code == 0
+    monkeypatch.setattr(socket.socket, "connect", _no_network)
+    assert load_benchmark("static_head_cv").main(["--epochs", "1", "2"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     # epochs, ρ in-sample, ρ held-out, six cards' ρ, "(N s)"
     rows = [row for row in rows if len(row) == 11 and row[0].isdigit()]

@@ -31,7 +31,7 @@ def test_pair_rho_is_one_for_a_perfect_copy(bench):
     assert bench.pair_rho(head, targets, -targets[::-1]) < 0.9
 
 
-def test_held_out_cards_are_never_trained_on(bench):
+def test_held_out_cards_are_never_trained_on(bench, monkeypatch):
     """Each fold's head is fitted without the held-out card's rows; in-sample beats held-out."""
     from dialogue_gym.mind.static_head import HeadConfig
 
@@ -46,13 +46,10 @@ def test_held_out_cards_are_never_trained_on(bench):
         seen.append(len(x))
         return fit(x, y, config)
 
-    bench.fit_head = recording_fit
-    try:
-        inside, held_out = bench.cross_validate(
-            HeadConfig(hidden=16, epochs=200), features, targets, cards
-        )
-    finally:
-        bench.fit_head = fit
+    monkeypatch.setattr(bench, "fit_head", recording_fit)
+    inside, held_out = bench.cross_validate(
+        HeadConfig(hidden=16, epochs=200), features, targets, cards
+    )
     assert seen == [60, 40, 40, 40] and len(held_out) == 3
     assert inside > 0.5 and abs(float(np.mean(held_out))) < 0.3, (inside, held_out)
 

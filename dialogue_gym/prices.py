@@ -26,20 +26,26 @@ normalized text with its prices masked.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
+from dialogue_gym import price_context as context
+from dialogue_gym.price_context import convert, listing_period
 from dialogue_gym.price_extraction import PriceMention, extract_prices
 from dialogue_gym.text import normalize_text
 
 __all__ = [
+    "OfferReading",
     "PriceMention",
     "asking_price_in",
     "buyer_utility",
     "extract_prices",
     "format_price",
+    "listing_period",
     "mask_prices",
     "offer_in",
+    "read_offer",
 ]
 
 
@@ -93,7 +99,8 @@ _TAKE_BACK = re.compile(
     re.IGNORECASE,
 )
 _OTHER_ITEM_AFTER = re.compile(
-    r"^\s*(?:each|apiece|per|(?:for|on) (?:the |a |an |that |those |your |each )?(?:other|second|"
+    r"^\s*(?:each(?!\s+(?:month|week|year))|apiece|per(?!\s+(?:month|mo|week|year|annum)\b)|"
+    r"(?:for|on) (?:the |a |an |that |those |your |each )?(?:other|second|"
     r"extra|extras|helmet|case|charger|cover|lock|cable|cables|stand|mount|bag|pump|rack|lights?|"
     r"accessor(?:y|ies)|cushions?|delivery|shipping|gas|tax|taxes|fees?|deposit|utilities|"
     r"parking|lamp|rug|mattress|ottoman|screen protector|dock|controllers?|games?|lens|"
@@ -125,10 +132,14 @@ def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _role(text: str, mention: PriceMention, is_last: bool, next_start: int | None) -> str:
-    """``"offer"``, ``"cited"``, ``"retracted"`` or ``"other_item"``.
+    """What the amount is in the turn.
 
-    ``next_start`` is where the next price mention starts (``None`` for the last one): a
-    take-back phrase counts only between this price and the next.
+    ``"offer"``, ``"clarified"`` (named as the corrected offer: ``I meant $1,225``),
+    ``"restated"`` (``I said $1,225``), ``"cited"``, ``"retracted"``, ``"other_item"``,
+    ``"cost"`` (money spent elsewhere), ``"budget"`` or ``"total"`` (a figure over a term);
+    see :mod:`dialogue_gym.price_context`. ``next_start`` is where the next price mention
+    starts (``None`` for the last one): a take-back phrase counts only between this price and
+    the next.
     """
     left, right = _clause_bounds(text, mention.start, mention.end)
     before = text[left : mention.start]
@@ -140,6 +151,20 @@ def _role(text: str, mention: PriceMention, is_last: bool, next_start: int | Non
         return "retracted"  # a correction: the next price replaces this one
     if _TAKE_BACK.search(tail):
         return "retracted"  # taken back outright (with or without a replacement)
+    if mention.kind == "amount":
+        if context.is_cost(text, mention.end, before):
+            return "cost"
+        if context.is_budget(before):
+            return "budget"
+        if context.period_after(text, mention.end) is None and (
+            context.plus_after(text, mention.end)
+            or context.is_total(text, mention.start, mention.end, before)
+        ):
+            return "total"
+        if context.is_clarified(text, mention.start):
+            return "clarified"
+        if context.is_restated(before):
+            return "restated"
     if _CITED_BEFORE.search(before) or _CITED_NEAR.search(before) or _CITED_AFTER.match(after):
         return "cited"
     return "offer"
@@ -149,52 +174,177 @@ def _next_start(mentions: list[PriceMention], index: int) -> int | None:
     return mentions[index + 1].start if index + 1 < len(mentions) else None
 
 
-def offer_in(text: str, reference: float | None = None) -> float | None:
-    """The price that ``text`` proposes, or ``None`` when it proposes none.
+@dataclasses.dataclass(frozen=True)
+class OfferReading:
+    """How a turn reads as an offer (:func:`read_offer`).
+
+    Attributes:
+        offer: The price the turn proposes, in the listing's period (the low end of a range),
+            or ``None``.
+        high: The high end when the turn offers a range (``$300-350``), else ``None``.
+        clarified: The turn corrects or restates its offer (``I meant $1,225 a month, not
+            $22,000``; ``to be clear, my offer is 1225``).
+        disowned: Amounts the turn says are not its offer (``not $22,000``) or takes back.
+        budget: A budget the turn states (``my budget is $500``): a ceiling, not an offer.
+        totals: Figures over a term the turn cites (``$22,000+ over the lease``), and amounts
+            too large to be the price (over ``3×`` the reference when a period is given).
+    """
+
+    offer: float | None = None
+    high: float | None = None
+    clarified: bool = False
+    disowned: tuple[float, ...] = ()
+    budget: float | None = None
+    totals: tuple[float, ...] = ()
+
+
+_RANGE_BETWEEN = re.compile(r"^\s*(?:-|–|—|to)\s*$", re.IGNORECASE)
+_RANGE_AND = re.compile(r"^\s*and\s*$", re.IGNORECASE)
+_BETWEEN_BEFORE = re.compile(r"\bbetween\s*$", re.IGNORECASE)
+
+
+def _in_periods(value: float, quoted: str | None, period: str | None) -> float | None:
+    """``value`` in the listing's ``period``, or ``None`` when it cannot be the price."""
+    if period is None:
+        return value  # the listing's period is unknown: the amount as written
+    if period == "item":
+        return None if quoted is not None else value  # a rate is no price for an item
+    return value if quoted is None else convert(value, quoted, period)
+
+
+def read_offer(
+    text: str, reference: float | None = None, period: str | None = None
+) -> OfferReading:
+    """Reads the offer ``text`` makes, with the amounts around it (:class:`OfferReading`).
 
     Cited prices (original, retail, a comparable listing, the other side's asking price),
-    prices for a different item and retracted prices are skipped; of the remaining ones the
-    last wins (later words override earlier ones). A price taken back (``I'll pay $450 –
-    scratch that``, ``$450, no wait``, ``$450. Actually, forget it.``) is no offer, so such a
-    turn proposes nothing unless a later price replaces it. Discounts (``$50 off``) and
-    relative offers (``15% off``, ``half the asking price``) are resolved against
-    ``reference``. When two proposals remain and a reference is given, a proposal below 15% of
-    the reference is taken to be for something else if a plausible one exists.
+    prices for a different item, money the buyer spends elsewhere (``$200 on repairs``), a
+    budget, totals (``$22,000+``) and retracted prices are skipped; of the remaining ones the
+    last wins (later words override earlier ones), except that an amount named as the
+    corrected offer (``I meant $1,225``, ``to be clear, my offer is 1225``) wins over the
+    others. A price taken back (``I'll pay $450 – scratch that``) is no offer. Discounts
+    (``$50 off``) and relative offers (``15% off``, ``half the asking price``) are resolved
+    against ``reference``. When two proposals remain and a reference is given, a proposal
+    below 15% of the reference is taken to be for something else if a plausible one exists. A
+    range (``$300-350``, ``between 300 and 350``) offers its low end, with ``high`` set.
 
     Args:
         text: The turn.
         reference: The listing (asking) price: scale hint and base of relative offers.
+        period: The listing price's period: ``"month"`` (a rent), ``"week"``, ``"year"``,
+            ``"day"``, ``"item"`` (a one-off price: a rate such as ``$100 a month`` is no
+            offer) or ``None`` (unknown: amounts are read as written). With a period, an
+            amount quoted per another period is converted (``$14,700 a year`` → 1225 a
+            month), a total over a term is no offer, and an amount over ``3×`` the reference
+            is no offer (a total or a slip, which the seller must not close on).
     """
     text = normalize_text(text)
     mentions = extract_prices(text, reference)
-    offers: list[float] = []
-    for index, mention in enumerate(mentions):
-        role = _role(text, mention, index == len(mentions) - 1, _next_start(mentions, index))
-        if role != "offer":
+    clarifying = context.clarifies(text)
+    roles = [
+        _role(text, m, i == len(mentions) - 1, _next_start(mentions, i))
+        for i, m in enumerate(mentions)
+    ]
+    disowned: list[float] = []
+    totals: list[float] = []
+    budget: float | None = None
+    # (value, clarified, index of the mention)
+    offers: list[tuple[float, bool, int]] = []
+    periods = [context.period_after(text, m.end) for m in mentions]
+    for index in range(len(mentions) - 1):  # "$1,200-1,300 a month": the range shares it
+        gap = text[mentions[index].end : mentions[index + 1].start]
+        if periods[index] is None and _RANGE_BETWEEN.match(gap):
+            periods[index] = periods[index + 1]
+    befores = [text[_clause_bounds(text, m.start, m.end)[0] : m.start] for m in mentions]
+    clarifying = clarifying or any(
+        role in ("cited", "restated") and context.is_disowned(text, m.end, before)
+        for m, role, before in zip(mentions, roles, befores, strict=True)
+    )
+    for index, (mention, role) in enumerate(zip(mentions, roles, strict=True)):
+        before = befores[index]
+        if role == "budget":
+            budget = mention.value
+            continue
+        if role == "retracted" and mention.kind == "amount":
+            disowned.append(mention.value)  # taken back: "$400, I mean $1,250"
+            continue
+        if role == "total" or (role == "cited" and context.plus_after(text, mention.end)):
+            totals.append(mention.value)
+            continue
+        if role in ("cited", "restated") and context.is_disowned(text, mention.end, before):
+            disowned.append(mention.value)
+            continue
+        if role == "restated" and clarifying:
+            role = "clarified"  # "I said $1,225 a month, not $22,000"
+        if role not in ("offer", "clarified"):
             continue
         if mention.kind == "discount":
             if reference:
-                offers.append(max(0.0, reference - mention.value))
+                offers.append((max(0.0, reference - mention.value), False, index))
             continue
-        offers.append(mention.value)
+        value = _in_periods(mention.value, periods[index], period)
+        if value is None:
+            continue
+        if period is not None and reference and periods[index] is None and value > 3 * reference:
+            totals.append(value)  # far over the price: a total or a slip, never the offer
+            continue
+        offers.append((value, role == "clarified", index))
     if reference and len(offers) > 1:
-        plausible = [v for v in offers if v >= 0.15 * reference]
+        plausible = [o for o in offers if o[0] >= 0.15 * reference]
         offers = plausible or offers
-    if offers:
-        return offers[-1]
-    if reference:
-        relative: list[tuple[int, float]] = []
-        for match in _PERCENT_OFF.finditer(text):
-            pct = float(match.group("pct"))
-            if 0 < pct < 100 and not _TAKE_BACK.search(text[match.end() :]):
-                relative.append((match.start(), reference * (1 - pct / 100)))
-        for match in _FRACTION_OF.finditer(text):
-            if _TAKE_BACK.search(text[match.end() :]):
-                continue
-            relative.append((match.start(), reference * _FRACTIONS[match.group("frac").lower()]))
-        if relative:
-            return max(relative)[1]
-    return None
+    picked = [o for o in offers if o[1]] or offers
+    found = _relative_offer(text, reference) if not picked else None
+    reading = OfferReading(
+        offer=found,
+        clarified=clarifying or any(o[1] for o in offers) or bool(disowned),
+        disowned=tuple(disowned),
+        budget=budget,
+        totals=tuple(totals),
+    )
+    if not picked:
+        return reading
+    value, _, index = picked[-1]
+    low, high = value, None
+    for other, _, other_index in offers:
+        if abs(other_index - index) != 1:
+            continue
+        first, second = sorted((index, other_index))
+        gap = text[mentions[first].end : mentions[second].start]
+        between = _BETWEEN_BEFORE.search(text[: mentions[first].start])
+        if _RANGE_BETWEEN.match(gap) or (between and _RANGE_AND.match(gap)):
+            low, high = min(value, other), max(value, other)
+    return dataclasses.replace(reading, offer=low, high=high)
+
+
+def _relative_offer(text: str, reference: float | None) -> float | None:
+    """A relative offer (``15% off``, ``half the asking price``) against ``reference``."""
+    if not reference:
+        return None
+    relative: list[tuple[int, float]] = []
+    for match in _PERCENT_OFF.finditer(text):
+        pct = float(match.group("pct"))
+        if 0 < pct < 100 and not _TAKE_BACK.search(text[match.end() :]):
+            relative.append((match.start(), reference * (1 - pct / 100)))
+    for match in _FRACTION_OF.finditer(text):
+        if _TAKE_BACK.search(text[match.end() :]):
+            continue
+        relative.append((match.start(), reference * _FRACTIONS[match.group("frac").lower()]))
+    return max(relative)[1] if relative else None
+
+
+def offer_in(text: str, reference: float | None = None, period: str | None = None) -> float | None:
+    """The price that ``text`` proposes, or ``None`` when it proposes none.
+
+    :func:`read_offer`'s ``offer``: cited prices, prices for a different item, costs, budgets,
+    totals and retracted prices are skipped, a corrected offer wins, and a range offers its
+    low end.
+
+    Args:
+        text: The turn.
+        reference: The listing (asking) price: scale hint and base of relative offers.
+        period: The listing price's period (see :func:`read_offer`); ``None``: unknown.
+    """
+    return read_offer(text, reference, period).offer
 
 
 _ASKING = re.compile(

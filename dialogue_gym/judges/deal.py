@@ -57,7 +57,7 @@ from typing import Any
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
 from dialogue_gym.judges.base import Exchange, Judgment
-from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in
+from dialogue_gym.prices import asking_price_in, buyer_utility, read_offer
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.seller_dynamics import accepts_price, states_deal
 
@@ -146,6 +146,15 @@ class DealJudge:
             target = round(float(listing) * self.target_fraction)
         return float(listing), float(target)
 
+    def _offer(self, exchange: Exchange, text: str, listing: float | None) -> float | None:
+        """The price ``text`` proposes, read in the listing's period (a rent per month)."""
+        return read_offer(text, listing, exchange.privileged.get("period")).offer
+
+    def _top_offer(self, exchange: Exchange, text: str, listing: float | None) -> float | None:
+        """The most ``text`` offers: the high end of a range (``$300-350``), else its offer."""
+        reading = read_offer(text, listing, exchange.privileged.get("period"))
+        return reading.offer if reading.high is None else reading.high
+
     def _cue(self, name: str, text: str) -> bool:
         return any_cue(self.card.cues.get(name, ()), text)
 
@@ -162,12 +171,12 @@ class DealJudge:
         later ("$250?" — "Will you pick it up?" — "Yes." — "OK, deal at $250."). The embedded
         seller only ever closes on the current turn, so simulated episodes read the last turn.
         """
-        offer = offer_in(exchange.system, reference=listing)
+        offer = self._top_offer(exchange, exchange.system, listing)
         if offer is not None or not exchange.external_user:
             return offer
         for role, text in reversed(exchange.history[:-2]):
             if role == _SYSTEM:
-                offer = offer_in(text, reference=listing)
+                offer = self._top_offer(exchange, text, listing)
                 if offer is not None:
                     return offer
         return None
@@ -181,13 +190,13 @@ class DealJudge:
         offer = self._standing_offer(exchange, listing)
         if offer is not None and offer >= price - tol:
             return DEAL
-        offer = offer_in(buyer, reference=listing)
+        offer = self._offer(exchange, buyer, listing)
         history = exchange.history
         previous_seller = next(
             (text for role, text in reversed(history[:-2]) if role == _USER), None
         )
         seller_price = (
-            offer_in(previous_seller, reference=listing) if previous_seller is not None else None
+            self._offer(exchange, previous_seller, listing) if previous_seller is not None else None
         )
         if (
             seller_price is not None
@@ -198,7 +207,9 @@ class DealJudge:
             return DEAL
         if seller_price is not None and offer is None and self._cue("split", buyer):
             earlier = [
-                offer_in(text, reference=listing) for role, text in history[:-2] if role == _SYSTEM
+                self._offer(exchange, text, listing)
+                for role, text in history[:-2]
+                if role == _SYSTEM
             ]
             earlier_offers = [v for v in earlier if v is not None]
             if earlier_offers and abs((earlier_offers[-1] + seller_price) / 2 - price) <= tol:
@@ -210,7 +221,7 @@ class DealJudge:
         previous = next(
             (text for role, text in reversed(exchange.history[:-2]) if role == _USER), None
         )
-        return offer_in(previous, reference=listing) if previous is not None else None
+        return self._offer(exchange, previous, listing) if previous is not None else None
 
     def _buyer_closes(self, exchange: Exchange, listing: float | None) -> float | None:
         """Vote 1 of a deal the buyer closes: the seller's stated price the buyer accepted."""
@@ -218,10 +229,10 @@ class DealJudge:
         if price is None or not self._accepts(exchange, exchange.system):
             return None
         tol = self._tol(price)
-        offer = offer_in(exchange.system, reference=listing)
+        offer = self._offer(exchange, exchange.system, listing)
         if offer is not None and offer < price - tol:
             return None  # "deal at $X" below what the seller said is a counter, not an accept
-        said = offer_in(exchange.user, reference=listing) if exchange.user.strip() else None
+        said = self._offer(exchange, exchange.user, listing) if exchange.user.strip() else None
         if said is not None and abs(said - price) > tol:
             return None  # the seller answers with another price
         if exchange.user.strip() and classify_stance(exchange.user, self.card) == "refused":
@@ -237,7 +248,7 @@ class DealJudge:
         # Vote 1: the seller's words.
         offered = self._standing_offer(exchange, listing) if exchange.external_user else None
         stated = states_deal(exchange.user, self.card, offered)
-        stated_price = offer_in(exchange.user, reference=listing) if stated else None
+        stated_price = self._offer(exchange, exchange.user, listing) if stated else None
         if stated and stated_price is None:
             n_failed += 1  # a deal without a readable price cannot be scored
         by_words = DEAL if stated_price is not None else NO_DEAL

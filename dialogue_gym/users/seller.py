@@ -178,6 +178,7 @@ class SellerUser(SellerDynamics):
         self.last_counter = price  # the last price the seller stated
         self.last_offer: float | None = None
         self.deal_price: float | None = None
+        self.deal_offer: float | None = None
         self.walked = False
         self.insults = 0
         self.anger = 0.0
@@ -233,6 +234,7 @@ class SellerUser(SellerDynamics):
             "listing": self.listing.id,
             "item": self.listing.title,
             "category": self.listing.category,
+            "period": self.listing.period,
             "listing_price": self.listing.price,
             "buyer_target": self.listing.buyer_target,
             "bottom_line": round(self.bottom_line, 2),
@@ -288,8 +290,21 @@ class SellerUser(SellerDynamics):
         }
         return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
+    def _options(self, key: str) -> tuple[str, ...]:
+        """The reply templates for ``key``, in the listing category's wording if the card has it.
+
+        ``agree_housing`` (move in, sign the lease) comes before ``agree`` (pick it up).
+        """
+        seller = self.card.extra.get("seller", {}).get("replies", {})
+        for name in (f"{key}_{self.listing.category}", key):
+            if self.card.replies.get(name):
+                return tuple(self.card.replies[name])
+            if seller.get(name):
+                return tuple(str(t) for t in seller[name])
+        return self._replies.get(key, ())
+
     def _reply(self, key: str, step: TurnEffect, price: float | None = None) -> str:
-        options = self.card.replies.get(key) or self._replies.get(key, ())
+        options = self._options(key)
         if step.offer is None:
             options = tuple(t for t in options if "{offer}" not in t) or options
         template = self._pick(key, options)
@@ -304,7 +319,7 @@ class SellerUser(SellerDynamics):
         first = not self.opened
         if first:
             self.opened = True
-            parts.append(self._fill(self._pick("opening", self._replies["opening"]), step))
+            parts.append(self._fill(self._pick("opening", self._options("opening")), step))
         kind = step.kind
         if kind in ("agree", "cave"):
             parts.append(self._reply(kind, step, price=self.deal_price))
@@ -435,9 +450,11 @@ class SellerUser(SellerDynamics):
         step = self._update(system_text)
         self.decision = step.stance
         stated = classify_stance(user_text, self.card)
-        said = offer_in(user_text, reference=self.listing.price)
+        said = offer_in(user_text, reference=self.listing.price, period=self.listing.period)
         if step.kind not in ("after_deal", "after_walk"):
-            offered = offer_in(system_text, reference=self.listing.price)
+            offered = offer_in(
+                system_text, reference=self.listing.price, period=self.listing.period
+            )
             if states_deal(user_text, self.card, offered) and said is not None:
                 self.deal_price = float(said)
             elif self.deal_price is not None:

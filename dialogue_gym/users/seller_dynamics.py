@@ -19,7 +19,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
 from dialogue_gym.mind.cosine_scale import on_reference_scale
-from dialogue_gym.prices import mask_prices, offer_in
+from dialogue_gym.prices import OfferReading, mask_prices, offer_in, read_offer
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
@@ -123,6 +123,7 @@ class SellerDynamics:
     last_counter: float
     last_offer: float | None
     deal_price: float | None
+    deal_offer: float | None
     walked: bool
     insults: int
     anger: float
@@ -166,11 +167,21 @@ class SellerDynamics:
         gap = self.preset.close_gap * self.listing.price
         return offer >= self.bottom_line and self.ask - offer <= gap
 
-    def _concede(self, share: float) -> None:
-        self.ask = max(self.bottom_line, self.ask - share * (self.ask - self.bottom_line))
+    def _concede(self, share: float, offer: float | None = None) -> None:
+        """Moves the ask ``share`` of the way to the buyer's ``offer`` (never below the floor).
 
-    def _close(self, price: float, step: TurnEffect, kind: str = "agree") -> TurnEffect:
+        Without an offer, towards the bottom line: a concession answers what the buyer asks
+        for, so a reasoned offer close to the ask moves it less than one far below.
+        """
+        target = self.bottom_line if offer is None else max(self.bottom_line, offer)
+        if target < self.ask:
+            self.ask = max(self.bottom_line, self.ask - share * (self.ask - target))
+
+    def _close(
+        self, price: float, step: TurnEffect, kind: str = "agree", offered: bool = True
+    ) -> TurnEffect:
         self.deal_price = float(round(price, 2))
+        self.deal_offer = self.deal_price if offered else None
         self.mood = min(1.0, self.mood + 0.3)
         step.kind, step.stance = kind, "agree"
         step.events.append("deal")
@@ -182,25 +193,37 @@ class SellerDynamics:
         listing_price = self.listing.price
         if self.walked:
             return TurnEffect("after_walk", "refused", events=["walked_away"])
-        if self.deal_price is not None:
-            return TurnEffect("after_deal", "agree", events=["deal"])
         # One view of the turn for the encoder, the cues and the price parser.
         text = text_view(text, self.analyzer.encoder)
+        # The offer read in context: per month for a rent, not a total, a cost or a budget.
+        reading = read_offer(text, reference=listing_price, period=self.listing.period)
+        reopened = False
+        if self.deal_price is not None:
+            if not self._misread_deal(reading):
+                return TurnEffect("after_deal", "agree", events=["deal"])
+            # The deal was closed on a number the buyer now says it did not offer.
+            self.deal_price = self.deal_offer = None
+            self.last_offer = None
+            self.mood = max(-1.0, self.mood - 0.3)
+            reopened = True
         # Prices are masked before encoding: the argument does not depend on the number (and
         # the encoder's cache then sees a template once).
         p = self.analyzer.perceive(mask_prices(text, listing_price))
         if p.empty:
             self.mood -= 0.05
             return TurnEffect("empty", self._hold(), events=["empty"])
-        offer = offer_in(text, reference=listing_price)
+        offer = reading.offer
+        if reading.clarified:
+            self._forgive_misread(reading)
         repetition = bool(self.past_embeddings) and (
             on_reference_scale(
                 self.analyzer.encoder, float(max(e @ p.embedding for e in self.past_embeddings))
             )
             >= 0.9
         )
-        if offer is not None and offer != self.last_offer:
-            repetition = False  # the same words with a new price are a new offer
+        if offer is not None and (offer != self.last_offer or reading.clarified):
+            repetition = False  # the same words with a new price (or a correction): an offer
+        repeated_offer = offer is not None and offer == self.last_offer
         self.past_embeddings.append(p.embedding)
         # Taking "your price" before the seller has named one is interest, not a deal.
         accept = self._cue("accept", text) and self.opened
@@ -208,15 +231,21 @@ class SellerDynamics:
             offer = (self.last_offer + self.last_counter) / 2.0
         step = TurnEffect("counter", "neutral", offer=offer)
         events = step.events
+        if reopened:
+            events.append("reopened")
+        if reading.clarified:
+            events.append("clarified")
         step.condition_question = p.question and self._cue("condition_question", text)
         if offer is not None or p.ask:
             events.append("ask")
         if repetition:
             events.append("repetition")
         # The buyer takes the seller's last price (or offers at least as much).
-        if accept and (offer is None or offer >= self.last_counter - 1e-6):
+        top = offer if reading.high is None else reading.high
+        if accept and (top is None or top >= self.last_counter - 1e-6):
             events.append("accept")
-            return self._close(max(offer or 0.0, self.last_counter), step)
+            price = self.last_counter if top is None else max(offer or 0.0, self.last_counter)
+            return self._close(price, step, offered=top is not None and price > self.last_counter)
         if p.off_topic and offer is None:
             self.mood -= 0.05
             events.append("off_topic")
@@ -270,17 +299,28 @@ class SellerDynamics:
         self.addressed_last = list(step.addressed)
         quoted = self.stated_ask
         if gain > 0:
-            self._concede(min(gain, preset.max_gain))
+            # A reason moves the counter toward the offer in proportion to its weight.
+            bare_ask = self.ask - preset.bare_step * (self.ask - self.bottom_line)
+            self._concede(min(gain, preset.max_gain), offer)
+            if self.ask > bare_ask:  # an offer near the ask: the reason adds to a bare turn's
+                self.ask = bare_ask
+                self._concede(min(gain, preset.max_gain), offer)
             self.anger = max(0.0, self.anger - 0.5)
             self.mood = min(1.0, self.mood + 0.05)
         elif bargaining and not repetition:
-            self._concede(preset.bare_step)
+            # A bare offer moves it a little; the same number again, half as much.
+            self._concede(preset.bare_step * (0.5 if repeated_offer else 1.0))
             events.append("bare")
             if preset.drift_prob > 0 and self._rng.random() < preset.drift_prob:
                 self._concede(preset.drift_step)  # the soft bias: more than a bare turn earns
                 step.justified = False
                 events.append("unreasoned_concession")
         if offer is not None:
+            if reading.high is not None and self._acceptable(reading.high):
+                # A range reaching the ask: the seller takes its price within the range.
+                self.last_offer = reading.high
+                price = min(reading.high, max(offer, self.stated_ask))
+                return self._close(price, step)
             if self._acceptable(offer):
                 self.last_offer = offer
                 return self._close(offer, step)
@@ -309,6 +349,33 @@ class SellerDynamics:
             step.kind = "inquiry" if p.question else "greeting"
         self.last_counter = self.stated_ask
         return step
+
+    def _misread_deal(self, reading: OfferReading) -> bool:
+        """The buyer corrects the offer a deal was closed on: the deal was a misread.
+
+        ``no, I meant $1,225, not $22,000`` after "Deal at $22,000": that deal does not hold.
+        """
+        deal = self.deal_offer
+        if deal is None or not reading.clarified:
+            return False
+        tol = max(0.5, 0.01 * deal)
+        if any(abs(d - deal) <= tol for d in reading.disowned):
+            return True
+        return reading.offer is not None and abs(reading.offer - deal) > tol
+
+    def _forgive_misread(self, reading: OfferReading) -> None:
+        """A correction disowning the number taken as a low-ball takes back that insult.
+
+        The seller must not hold a number the buyer did not offer against it.
+        """
+        last = self.last_offer
+        if last is None or self.insults == 0 or reading.offer is None:
+            return
+        if any(abs(d - last) <= max(0.5, 0.01 * last) for d in reading.disowned):
+            self.insults -= 1
+            self.anger = max(0.0, self.anger - 1.0)
+            self.mood = min(1.0, self.mood + 0.2)
+            self.last_offer = None
 
     def _touched(self, p: Any) -> list[str]:
         """The arguments a turn touches: over the threshold, within the margin of its best."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import CardError, TaskCard
+from dialogue_gym.prices import listing_period
 
 __all__ = ["Listing", "card_texts", "listing_bank", "price_step"]
 
@@ -44,6 +45,14 @@ class Listing:
     highlight: str
     flaw: str
     unit: str = ""
+
+    @property
+    def period(self) -> str:
+        """The period of the price: ``"month"`` for a rent, else ``"item"`` (one-off).
+
+        Read from ``unit`` (``" a month"``); see :func:`dialogue_gym.prices.read_offer`.
+        """
+        return listing_period(self.unit)
 
 
 def price_step(price: float) -> float:

@@ -6,6 +6,7 @@ Examples::
     dialogue-gym info P4G-hard
     dialogue-gym eval P4G-soft P4G-hard --agent scripted --agent pushy --episodes 50
     dialogue-gym play P4G-hard --seed 3
+    dialogue-gym play P4G-hard --seed 3 --transcript game.txt --append "Hello!"   # turn by turn
     dialogue-gym annotate esconv --split train --backend openai:gpt-4o-2024-08-06
     dialogue-gym train planner --task P4G --out runs/planner-p4g   # `train` lists trainers
     dialogue-gym report runs/x                # runs/x/report.html; --format md|csv for tables
@@ -34,6 +35,7 @@ import contextlib
 import datetime as _dt
 import difflib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -51,6 +53,7 @@ from dialogue_gym.data import cli as data_cli
 from dialogue_gym.evaluation import EPISODES_FILE, MAX_EPISODES, SUMMARY_FILE, evaluate
 from dialogue_gym.journal import JournalWriteError
 from dialogue_gym.play import play
+from dialogue_gym.play_replay import read_transcript, replay
 from dialogue_gym.registry import RegistryError, make, pprint_registry, spec
 from dialogue_gym.report import cli as report_cli
 from dialogue_gym.validity import cli as validity_cli
@@ -238,9 +241,29 @@ def _parser() -> argparse.ArgumentParser:
         "replaces the errored one)",
     )
 
-    play = commands.add_parser("play", help="play the system seat yourself in the terminal")
+    play = commands.add_parser(
+        "play",
+        help="play the system seat yourself in the terminal, or turn by turn from a file",
+        description="Play the system seat: type the turns, or keep them in --transcript FILE "
+        "(one per line) and run once per turn; the hidden state is revealed at the end.",
+    )
     play.add_argument("env_id", metavar="ID", help=ENV_ID_HELP)
     play.add_argument("--seed", type=_seed, default=0, metavar="S", help="episode seed")
+    play.add_argument(
+        "--transcript",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="replay the system turns of FILE (one per line; '#' lines and blank lines "
+        "skipped; *.jsonl: one JSON string a line; *.json: a list of strings; missing: not "
+        "started) and print the user's next reply or the outcome",
+    )
+    play.add_argument(
+        "--append",
+        default=None,
+        metavar="TEXT",
+        help="with --transcript: add TEXT to FILE as the next system turn, then replay",
+    )
     _add_env_options(play)
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
@@ -391,8 +414,20 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
+    if args.transcript is None:
+        if args.append is not None:
+            raise ValueError("--append needs --transcript FILE")
+        env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
+        return play(env, args.env_id, args.seed, out)
+    transcript = read_transcript(args.transcript, args.append)  # refused before make()
     env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
-    return play(env, args.env_id, args.seed, out)
+    again = ["dialogue-gym", "play", args.env_id, "--seed", str(args.seed)]
+    again += ["--transcript", str(args.transcript)]
+    again += [f"--env-option={option}" for option in args.env_options]
+    again += [] if args.encoder is None else ["--encoder", args.encoder]
+    again += [] if args.threads is None else ["--threads", str(args.threads)]
+    again = [shlex.quote(word) for word in again]
+    return replay(env, args.env_id, args.seed, transcript, out, again=again)
 
 
 def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:

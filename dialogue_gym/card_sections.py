@@ -56,7 +56,7 @@ __all__ = [
     "parse_prompt_wording",
 ]
 
-SECTIONS = frozenset({"catalog", "agents", "corpus", "llm", "annotator_hints"})
+SECTIONS = frozenset({"catalog", "agents", "corpus", "llm", "annotator_hints", "brief"})
 """The top-level keys read here (``annotator_hints`` is the older top-level spelling)."""
 
 AGENT_FAMILIES = ("persuasion", "support", "listening", "negotiation", "sales")
@@ -194,6 +194,33 @@ def parse_catalog(data: Mapping[str, Any]) -> CatalogEntry:
         soft=schema.text(section, "soft", "catalog", default=_DEFAULT_SOFT, empty=False),
         hard=schema.text(section, "hard", "catalog", default=_DEFAULT_HARD, empty=False),
     )
+
+
+def parse_brief(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[brief] facts``: what a professional in the system's role knows (optional).
+
+    Every agent sees these facts with its goal (:attr:`TaskCard.system_brief`), so a
+    third-party agent can answer what a user asks without reading the card's example
+    sentences; the users credit them in any words.
+
+    Raises:
+        CardError: ``facts`` is not a list of non-empty strings, or an unknown key.
+    """
+    if "brief" not in data:
+        return ()
+    section = schema.table(data, "brief", "")
+    _known_keys(section, "brief", ("facts",))
+    facts = schema.texts(section, "facts", "brief", minimum=0, default=[])
+    if any(not fact.strip() for fact in facts):
+        raise CardError("brief.facts: a fact is empty")
+    return facts
+
+
+def brief_text(goal: str, facts: tuple[str, ...]) -> str:
+    """``goal`` followed by the brief's ``facts`` as a bulleted list (just ``goal`` without)."""
+    if not facts:
+        return goal
+    return goal + "\n\nWhat you know:\n" + "\n".join(f"- {fact}" for fact in facts)
 
 
 def parse_agent_family(data: Mapping[str, Any]) -> str | None:

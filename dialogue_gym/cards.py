@@ -6,15 +6,13 @@ the latent-concern library, user reply templates, persona styles and the ingredi
 project-written persona bank, and (:mod:`dialogue_gym.card_sections`) how the task ties into
 the rest of the package: the registry's description of its soft and hard envs (``[catalog]``),
 the family of hand-written agents that plays it (``[agents]``), its real corpus and training
-formats (``[corpus]``) and the task-specific wording of the LLM prompts (``[llm]``). Cards
-shipped with the package live in ``dialogue_gym.catalog`` (the repository's ``envs/`` folder);
-users can load their own with a path.
+formats (``[corpus]``), the task-specific wording of the LLM prompts (``[llm]``) and the facts
+every agent is told (``[brief]``). Shipped cards live in ``dialogue_gym.catalog`` (``envs/``).
 
-**Adding a task** is one TOML file: copy a shipped card of the same kind, give it its own
-``[task] id`` and texts, and put it in ``envs/`` (``import dialogue_gym`` registers
-``<id>-soft-v0`` and ``<id>-hard-v0``) or register it from a package with
-:func:`dialogue_gym.register_card` (third party; see :mod:`dialogue_gym.registry`). A bad value
-is a :class:`CardError` naming the file and the field (:mod:`dialogue_gym.card_schema`).
+**Adding a task** is one TOML file in ``envs/`` (``import dialogue_gym`` registers
+``<id>-soft-v0`` and ``<id>-hard-v0``) or registered from a package with
+:func:`dialogue_gym.register_card`. A bad value is a :class:`CardError` naming the file and the
+field (:mod:`dialogue_gym.card_schema`).
 """
 
 from __future__ import annotations
@@ -210,6 +208,12 @@ class TaskCard:
     corpus: CorpusSpec | None = None
     agent_family: str | None = None
     prompts: PromptWording = dataclasses.field(default_factory=PromptWording)
+    brief: tuple[str, ...] = ()
+
+    @property
+    def system_brief(self) -> str:
+        """The system seat's goal with the ``[brief]`` facts: what every agent is told."""
+        return sections.brief_text(self.goal, self.brief)
 
     def concern(self, concern_id: str) -> Concern:
         """Returns a concern by id."""
@@ -232,20 +236,12 @@ class TaskCard:
 
 
 REQUIRED_MIND = ("desire_open", "refused", "neutral", "positive")
+# fmt: off
 REQUIRED_REPLIES = (
-    "greeting",
-    "inquiry_open",
-    "inquiry_concern",
-    "refuse",
-    "refuse_concern",
-    "neutral",
-    "positive",
-    "agree",
-    "pushback",
-    "repetition",
-    "offtopic",
-    "empty",
+    "greeting", "inquiry_open", "inquiry_concern", "refuse", "refuse_concern", "neutral",
+    "positive", "agree", "pushback", "repetition", "offtopic", "empty",
 )
+# fmt: on
 STANCES = ("refused", "neutral", "positive", "agree")
 
 
@@ -320,9 +316,7 @@ def _success_judge(judge: Mapping[str, Any]) -> SuccessJudgeSpec:
     else:  # a deal judge's buyer-normalized utility, or a label rule that ignores it
         low, high = -bound, bound
     threshold = schema.number(judge, "threshold", where, low, high, default=0.5)
-    success_label = None
-    if "success_label" in judge:
-        success_label = schema.text(judge, "success_label", where)
+    success_label = schema.text(judge, "success_label", where) if "success_label" in judge else None
     if success_label is not None and success_label not in labels:
         raise CardError(
             f"{where}.success_label: {success_label!r} is not one of the labels {sorted(labels)}"
@@ -489,6 +483,7 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
         corpus=sections.parse_corpus(data, tuple(s.name for s in strategies)),
         agent_family=sections.parse_agent_family(data),
         prompts=sections.parse_prompt_wording(data, success_judge.labels, user_role),
+        brief=sections.parse_brief(data),
     )
 
 

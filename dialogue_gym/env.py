@@ -540,7 +540,7 @@ class DialogueEnv(ParallelEnv):
             "role": SPEAKER_ID[seat],
             "to_speak": int(self.turn == seat and not self._done),
             "exchange": self.exchange,
-            "goal": self.card.goal if seat == SYSTEM else self.card.user_goal,
+            "goal": self.card.system_brief if seat == SYSTEM else self.card.user_goal,
             "history": tuple({"speaker": SPEAKER_ID[r], "text": t} for r, t in self.history),
         }
         if seat == SYSTEM:

@@ -361,7 +361,7 @@ def system_agent_messages(
         [
             f"You are the {card.system_role} in a conversation with a {card.user_role}. "
             f"Setting: {card.description}",
-            f"Your goal: {card.goal}",
+            f"Your goal: {card.system_brief}",
             "Strategies that suit this task (use whichever fits the moment; you may combine them):",
             *strategies,
             f"Listen to what the {card.user_role} actually says: answer their concerns with "

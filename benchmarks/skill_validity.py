@@ -17,8 +17,9 @@ every agent), this prints the success rate of:
 
 and checks the target: held-out listener ≥ ``--ratio`` (0.8) × the card listener, every env
 (the ratio's CI is a paired bootstrap over the seeds). It also counts incoherences in every
-transcript it played (:func:`coherence_events`): a resolved concern raised again by the user,
-a user reply repeated word for word in one episode.
+transcript it played: user replies repeated word for word in one episode
+(:func:`repeated_replies`; a resolved concern raised again needs concern statuses the episode
+records do not hold, so it is not counted here).
 
     OMP_NUM_THREADS=1 python benchmarks/skill_validity.py                       # 100 episodes
     python benchmarks/skill_validity.py --envs P4G-hard --episodes 30 --wording dev
@@ -142,31 +143,16 @@ class WordingListener(ListeningAgent):
         return re.sub(r"\{\w+\}", "", text)
 
 
-def coherence_events(record: Mapping[str, Any], card: TaskCard) -> dict[str, int]:
-    """Incoherences in one episode's transcript, counted from what the user said.
-
-    * ``repeated_reply`` — a user reply identical (case-insensitive) to an earlier one;
-    * ``reraised_resolved`` — the user voiced a card concern (one of its ``voice`` lines, word
-      for word) after the episode's events marked it resolved.
-    """
-    replies = [t["text"] for t in record.get("transcript", []) if t.get("speaker") == "user"]
+def repeated_replies(record: Mapping[str, Any]) -> int:
+    """User replies in one episode identical (case-insensitive) to an earlier one."""
+    replies = [t["text"] for t in record.get("transcript", []) if t.get("role") == "user"]
     seen: set[str] = set()
     repeated = 0
     for reply in replies:
         key = reply.strip().lower()
         repeated += key in seen
         seen.add(key)
-    resolved: set[str] = set()
-    reraised = 0
-    voice = {line.lower(): c.id for c in card.concerns for line in c.voice}
-    states = record.get("states") or []
-    for index, reply in enumerate(replies):
-        lowered = reply.lower()
-        reraised += sum(1 for line, cid in voice.items() if cid in resolved and line in lowered)
-        if index < len(states):
-            concerns = (states[index] or {}).get("concerns", {})
-            resolved |= {cid for cid, c in concerns.items() if c.get("status") == "resolved"}
-    return {"repeated_reply": repeated, "reraised_resolved": reraised}
+    return repeated
 
 
 def _rates(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -187,7 +173,7 @@ def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[f
 
 
 def measure_env(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Every arm on ``env_id``; returns the per-agent success vectors and coherence counts."""
+    """Every arm on ``env_id``; returns the per-agent success vectors and repeated replies."""
     env_kwargs = {"encoder": args.encoder, "privileged": True}
     arms: dict[str, tuple[Any, dict[str, Any]]] = {
         "scripted": ("scripted", {}),
@@ -200,8 +186,7 @@ def measure_env(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
     names = [n for n in ADVERSARIES if args.search or n != "open_loop_search"]
     for name in names:
         arms[name] = (f"dialogue_gym.testing.adversaries:{ADVERSARIES[name].__name__}", {})
-    out: dict[str, Any] = {"rates": {}, "coherence": {"repeated_reply": 0, "reraised_resolved": 0}}
-    card = None
+    out: dict[str, Any] = {"rates": {}, "repeated_replies": 0}
     for label, (agent, kwargs) in arms.items():
         result = evaluate(
             [agent],
@@ -212,14 +197,8 @@ def measure_env(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
             agent_kwargs=kwargs,
             progress=False,
         )
-        if card is None:
-            from dialogue_gym.registry import make
-
-            card = make(env_id, encoder="hashing").card
         out["rates"][label] = _rates(result.records)
-        for record in result.records:
-            for key, count in coherence_events(record, card).items():
-                out["coherence"][key] += count
+        out["repeated_replies"] += sum(repeated_replies(r) for r in result.records)
         print(f"  {env_id:<14} {label:<24} {_cell(out['rates'][label])}", flush=True)
     return out
 
@@ -238,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     missed = False
-    coherence = {"repeated_reply": 0, "reraised_resolved": 0}
+    repeated = 0
     summary = []
     for env_id in args.envs:
         result = measure_env(env_id, args)
@@ -251,8 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         low, high = _ratio_ci(own, card_rate, rng)
         verdict = "holds" if ratio >= args.ratio else "MISS"
         missed |= verdict == "MISS"
-        for key, count in result["coherence"].items():
-            coherence[key] += count
+        repeated += result["repeated_replies"]
         summary.append(
             f"{env_id:<14} scripted {_cell(rates['scripted'])}  card {_cell(card_rate)}  "
             f"{args.wording} {_cell(own)}  ratio {ratio:.2f} [{low:.2f}, {high:.2f}] {verdict}"
@@ -261,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print("\n".join(summary))
     episodes = args.episodes * len(args.envs)
-    print(f"incoherences over the played episodes ({episodes} per agent): {coherence}")
+    print(f"user replies repeated word for word ({episodes} episodes per agent): {repeated}")
     return 1 if missed else 0
 
 

@@ -36,6 +36,13 @@ def bdi_line(bdi: Mapping[str, Any]) -> str:
     )
 
 
+def initial_state(base: Any) -> dict[str, Any] | None:
+    """The user's BDI state as a dict right after ``reset`` (``None`` for a user without one)."""
+    state = getattr(getattr(base, "user", None), "state", None)
+    to_dict = getattr(state, "to_dict", None)
+    return to_dict() if callable(to_dict) else None
+
+
 def reveal(
     base: Any,
     initial: Mapping[str, Any] | None,
@@ -118,9 +125,7 @@ def play(env: Any, env_id: str, seed: int | None, out: TextIO) -> int:
     card = base.card
     T = int(getattr(base, "max_exchanges", card.max_exchanges))
     observations, _ = env.reset(seed=seed)
-    state = getattr(getattr(base, "user", None), "state", None)
-    to_dict = getattr(state, "to_dict", None)
-    initial = to_dict() if callable(to_dict) else None
+    initial = initial_state(base)
     env_id = env.spec.id if getattr(env, "spec", None) else env_id
     print(f"{env_id}  (seed {seed})", file=out)
     print(f"You are the {card.system_role}; the user is a {card.user_role}.", file=out)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from dialogue_gym.play import reveal
+from dialogue_gym.play import initial_state, reveal
 
 __all__ = ["Transcript", "prepare_append", "read_transcript", "replay"]
 
@@ -297,14 +297,12 @@ def _play_back(env: Any, seed: int, transcript: Transcript, T: int) -> _Replayed
     """
     base = env.unwrapped
     observations, _ = env.reset(seed=seed)
-    state = getattr(getattr(base, "user", None), "state", None)
-    to_dict = getattr(state, "to_dict", None)
     played = _Replayed(
         observation=observations["system"],
         opening=[(str(role), str(text)) for role, text in base.history],
         exchanges=[],
         steps=[],
-        initial=to_dict() if callable(to_dict) else None,
+        initial=initial_state(base),
         episode=None,
     )
     for number, turn in enumerate(transcript.turns):

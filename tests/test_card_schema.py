@@ -189,6 +189,8 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "catalog": ("p4g", BAD_TABLE),
     "catalog.soft": ("p4g", [*BAD_STR, "", "  "]),
     "catalog.hard": ("p4g", [*BAD_STR, "", "  "]),
+    "brief": ("p4g", BAD_TABLE),
+    "brief.facts": ("p4g", [*BAD_TEXTS, [""], ["  "]]),
     "agents": ("p4g", BAD_TABLE),
     "agents.family": ("p4g", BAD_CHOICE),
     "corpus": ("p4g", BAD_TABLE),

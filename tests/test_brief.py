@@ -1,0 +1,33 @@
+"""The task brief: the ``[brief]`` facts every agent is told with its goal."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+import tomllib
+
+import dialogue_gym
+from dialogue_gym.card_schema import CardError
+from dialogue_gym.cards import parse_card
+
+
+def test_brief_facts_reach_the_system_observation() -> None:
+    env = dialogue_gym.make("Courier-hard", encoder="hashing")
+    obs, _ = env.reset(seed=0)
+    goal = obs["system"]["goal"]
+    assert goal.startswith(env.card.goal)
+    assert "charging point" in goal  # the courier's question has an answer in the brief
+    assert obs["user"]["goal"] == env.card.user_goal
+
+
+def test_brief_section_is_validated() -> None:
+    raw = resources.files("dialogue_gym.catalog").joinpath("p4g.toml").read_text()
+    data = tomllib.loads(raw)
+    assert parse_card(data).brief
+    with pytest.raises(CardError, match="brief"):
+        parse_card({**data, "brief": {"facts": ["ok"], "extra": 1}})
+    with pytest.raises(CardError, match=r"brief\.facts"):
+        parse_card({**data, "brief": {"facts": [""]}})
+    card = parse_card({k: v for k, v in data.items() if k != "brief"})
+    assert card.brief == () and card.system_brief == card.goal

@@ -13,6 +13,7 @@ from dialogue_gym.cue_search import CueIndex, CueText
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
+from dialogue_gym.users.meaning import MeaningReader, TurnMeaning, split_sentences
 
 _QUESTION_WORDS = re.compile(
     r"^\s*(what|how|why|do|does|did|have|has|are|is|would|could|can|will)\b", re.I
@@ -40,6 +41,9 @@ class Perception:
         view: The normalized text the encoder, the cues and the price parser all read.
         appeals: The card strategies a learned appeal reader read in the turn (empty without
             one); they gave the concerns they address the cue bonus in ``unlock``.
+        meaning: What the turn means sentence by sentence
+            (:class:`~dialogue_gym.users.meaning.MeaningReader`; ``None`` without a reader).
+        sentence_embeddings: One row per sentence the reader read (``None`` without one).
     """
 
     embedding: np.ndarray
@@ -55,6 +59,16 @@ class Perception:
     words: int = 0
     view: str = ""
     appeals: frozenset[str] = frozenset()
+    meaning: TurnMeaning | None = None
+    sentence_embeddings: np.ndarray | None = None
+
+    def addressing(self, concern_id: str) -> float:
+        """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""
+        return 0.0 if self.meaning is None else self.meaning.concerns.get(concern_id, 0.0)
+
+    def act(self, name: str) -> float:
+        """The probability of act ``name`` (:data:`~dialogue_gym.users.meaning.ACTS`)."""
+        return 0.0 if self.meaning is None else self.meaning.acts.get(name, 0.0)
 
 
 def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
@@ -115,6 +129,8 @@ class UtteranceAnalyzer:
             besides the concerns' unlock cues: a concern gets the cue bonus when its cues match
             *or* the turn makes an appeal whose card strategy ``addresses`` it. The users use
             the card's (:meth:`for_user`); ``None``: the cues only.
+        meaning_reader: Reads each sentence's meaning (:class:`Perception.meaning`); the users
+            use one fitted on the card's perception set (:meth:`for_user`).
 
     Raises:
         ValueError: Unknown ``scoring``.
@@ -129,6 +145,7 @@ class UtteranceAnalyzer:
         scoring: str = "max",
         ask_detector: Callable[[str], bool] | None = None,
         appeal_reader: Callable[[str], frozenset[str]] | None = None,
+        meaning_reader: MeaningReader | None = None,
     ) -> None:
         if scoring not in ("centroid", "max"):
             raise ValueError(f"scoring must be 'centroid' or 'max', got {scoring!r}")
@@ -139,6 +156,7 @@ class UtteranceAnalyzer:
         self.scoring = scoring
         self.ask_detector = ask_detector
         self.appeal_reader = appeal_reader
+        self.meaning_reader = meaning_reader
         self._label_aliases = card.corpus.label_aliases if card.corpus is not None else {}
         self._strategies = {s.name: s for s in card.strategies}
         texts: list[str] = []
@@ -182,8 +200,9 @@ class UtteranceAnalyzer:
     def for_user(cls, card: TaskCard, encoder: Encoder) -> UtteranceAnalyzer:
         """How the embedded users perceive a turn: meaning-scored, with the card's readers.
 
-        ``scoring="centroid"``, the ask detector the card names (:func:`card_ask_detector`) and
-        its appeal reader (:func:`card_appeal_reader`).
+        ``scoring="centroid"``, the ask detector the card names (:func:`card_ask_detector`), its
+        appeal reader (:func:`card_appeal_reader`) and a sentence-level meaning reader fitted
+        on its perception set (:class:`~dialogue_gym.users.meaning.MeaningReader`).
         """
         return cls(
             card,
@@ -191,6 +210,7 @@ class UtteranceAnalyzer:
             scoring="centroid",
             ask_detector=card_ask_detector(card),
             appeal_reader=card_appeal_reader(card),
+            meaning_reader=MeaningReader(card, encoder),
         )
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:
@@ -217,8 +237,23 @@ class UtteranceAnalyzer:
             return Perception(
                 zero, True, False, False, False, False, False, scores, dict(scores), 0.0, 0, view
             )
-        if embedding is None:
-            embedding = np.asarray(self.encoder.encode([view])[0], dtype=np.float32)
+        sentences = split_sentences(view) if self.meaning_reader is not None else []
+        extra = [s for s in sentences if s != view]
+        by_text: dict[str, np.ndarray] = {}
+        if embedding is None or extra:
+            # One encoder call for the turn and its sentences (a one-sentence turn is its own
+            # sentence).
+            known = embedding is not None
+            rows = np.asarray(self.encoder.encode(extra if known else [view, *extra]))
+            if not known:
+                embedding, rows = rows[0].astype(np.float32), rows[1:]
+            by_text = dict(zip(extra, rows, strict=True))
+        assert embedding is not None
+        read, per_sentence = None, None
+        if self.meaning_reader is not None:
+            ordered = [embedding if s == view else by_text[s] for s in sentences]
+            per_sentence = np.asarray(ordered, dtype=np.float32).reshape(len(sentences), -1)
+            read = self.meaning_reader.read(per_sentence)
         cues = self._cue_index.read(view)  # every cue family below reads the same view
         # Cosines on MiniLM's scale, where every threshold of the users was set.
         sims = on_reference_scale(self.encoder, self._protos @ embedding)
@@ -242,6 +277,10 @@ class UtteranceAnalyzer:
         ask = self._cue("ask", cues)
         # The detector reads the same view as every other reader of the turn.
         ask = ask or (self.ask_detector is not None and self.ask_detector(view))
+        # ... and by meaning: people ask for the goal in more ways than any cue list holds.
+        ask = ask or (
+            read is not None and max(read.acts["ask_polite"], read.acts["ask_pushy"]) >= 0.5
+        )
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)
         greeting = self._cue("greeting", cues)
@@ -264,6 +303,8 @@ class UtteranceAnalyzer:
             words,
             view,
             appeals,
+            read,
+            per_sentence,
         )
 
     def _appeals(self, view: str) -> tuple[frozenset[str], frozenset[str]]:

@@ -15,7 +15,6 @@ such concessions are marked as not justified.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
@@ -27,13 +26,12 @@ from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserTurn
+from dialogue_gym.users.concerns import ConcernState, touch_excess
 from dialogue_gym.users.latent_state import success_stances, toward_target
 from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.presets import HARD, PRESETS, SOFT, UserPreset, calibrated, card_preset
 from dialogue_gym.users.wording import (
-    PARTIAL,
     RESOLVED,
-    UNRESOLVED,
     USER_ACTS,
     ReplyWording,
     _stated_stance,
@@ -55,20 +53,6 @@ _RANK = {d: i for i, d in enumerate(DECISIONS)}
 _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
 VOICE_MATCH = 0.8
 """Similarity at which an external reply's sentence voices a concern (a close paraphrase)."""
-
-
-@dataclasses.dataclass
-class _ConcernState:
-    strength: float
-    needed: int
-    progress: float = 0.0  # addressing turns' credit (a fraction when shared or proactive)
-    voiced: bool = False
-
-    @property
-    def status(self) -> str:
-        if self.progress >= self.needed - 1e-9:
-            return RESOLVED
-        return PARTIAL if self.progress > 1e-9 else UNRESOLVED
 
 
 class CognitiveUser(ReplyWording):
@@ -105,20 +89,23 @@ class CognitiveUser(ReplyWording):
     def _begin(self, persona: Persona) -> None:
         self.persona = persona
         self.style = self.card.style(persona.style)
-        self.concerns: dict[str, _ConcernState] = {}
+        self.concerns: dict[str, ConcernState] = {}
         for concern_id, strength in persona.concerns:
             base = self.card.concern(concern_id).resistance
             extra = int(strength >= self.preset.extra_resistance_strength)
-            self.concerns[concern_id] = _ConcernState(strength=strength, needed=base + extra)
+            self.concerns[concern_id] = ConcernState(strength=strength, needed=base + extra)
         self.affect = 0.0
         self.drift = 0.0
         self.mood = 0.0
         self.rapport_turns = 0
         self.asks = 0
+        self.refused_ask = False  # the user said no to an ask, and no reason came since
         self.exchange = 0
         self.decision = "neutral"
         self.past_embeddings: list[np.ndarray] = []
         self.used: set[str] = set()
+        self.voiced_now: list[str] = []
+        self.replied: list[str] = []
         self.reasons_total = 0
         # Whether the user has told the system anything about itself yet (a concern, its
         # situation): before that nothing the system says can be a response to this user.
@@ -226,10 +213,19 @@ class CognitiveUser(ReplyWording):
         if self._situation is None or not self.disclosed:
             return 0.0
         encoder = self.analyzer.encoder
-        own = float(on_reference_scale(encoder, float(self._situation @ p.embedding)))
-        other = float((self._other_situations @ p.embedding).max(initial=-1.0))
-        other = float(on_reference_scale(encoder, other))
-        return own if own - other >= self.preset.situation_margin else 0.0
+        # The whole turn or any one of its sentences: a reflection inside a longer reply
+        # still speaks to the story.
+        rows = [p.embedding]
+        if p.sentence_embeddings is not None and len(p.sentence_embeddings) > 1:
+            rows.extend(p.sentence_embeddings)
+        best = 0.0
+        for row in rows:
+            own = float(on_reference_scale(encoder, float(self._situation @ row)))
+            other = float((self._other_situations @ row).max(initial=-1.0))
+            other = float(on_reference_scale(encoder, other))
+            if own - other >= self.preset.situation_margin:
+                best = max(best, own)
+        return best
 
     def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
         """Applies one system utterance to the state; returns what moved."""
@@ -265,12 +261,10 @@ class CognitiveUser(ReplyWording):
             events.append("repetition")
         if p.ask:
             events.append("ask")
-        pressure = p.pressure_cue or (p.ask and self.decision == "refused")
-        if pressure:
-            self.affect -= preset.pressure_penalty
-            self.mood -= 0.15
-            events.append("pressure")
-        if (p.greeting or p.question) and self.rapport_turns < 2 and not (p.ask or pressure):
+        # Pressure is pushy wording, or asking again after a no without giving a reason in
+        # between: one polite ask (with or without an opt-out) is a question, not pressure.
+        pushy = p.pressure_cue or p.act("ask_pushy") >= preset.pushy_threshold
+        if (p.greeting or p.question) and self.rapport_turns < 2 and not (p.ask or pushy):
             self.rapport_turns += 1
             self.affect += preset.rapport_gain
             self.mood += 0.1
@@ -279,7 +273,22 @@ class CognitiveUser(ReplyWording):
             blocks = min(3.0, p.words / preset.long_turn_words - 1.0)
             self.affect -= preset.long_turn_penalty * blocks
             events.append("long_turn")
-        reasoned = self._credit(p, events, repetition, pressure)
+        reasoned = self._credit(p, events, repetition, pushy)
+        # "No pressure, but would you ...?" right after a no is still asking again: only a
+        # reason on something else makes a new ask fair.
+        new_reason = any(e.startswith("addressed:") and e != "addressed:pressure" for e in events)
+        pressure = pushy or (p.ask and self.refused_ask and not new_reason)
+        if pressure:
+            self.affect -= preset.pressure_penalty
+            self.mood -= 0.15
+            events.append("pressure")
+            if "addressed:pressure" in events:
+                events.remove("addressed:pressure")
+                reasoned = new_reason
+        if new_reason:
+            self.refused_ask = False  # a reason since the no: asking again is fair
+        if not p.ask and not reasoned and p.act("farewell") >= 0.5:
+            events.append("farewell")
         if pressure and "pressure" in self.concerns:
             c = self.concerns["pressure"]
             c.progress = max(0.0, c.progress - 1.0)
@@ -304,14 +313,11 @@ class CognitiveUser(ReplyWording):
         voiced.
         """
         preset = self.preset
-        touched = [
-            cid
-            for cid, score in p.unlock.items()
-            if score >= preset.unlock_threshold and score >= p.anti[cid]
-        ]
+        excess = touch_excess(p, preset, self.card)
+        touched = [cid for cid, value in excess.items() if value >= 0.0]
         if touched:
-            best = max(p.unlock[cid] for cid in touched)
-            touched = [cid for cid in touched if p.unlock[cid] >= best - preset.topic_margin]
+            best = max(excess[cid] for cid in touched)
+            touched = [cid for cid in touched if excess[cid] >= best - preset.topic_margin]
         situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
         topics = [cid for cid in touched if cid not in situational]
         if situational:
@@ -501,13 +507,23 @@ class CognitiveUser(ReplyWording):
     def respond(self, system_text: str) -> UserTurn:
         """Perceives the system turn, decides, and replies in the persona's style."""
         self.exchange += 1
+        self.voiced_now = []
+        before = {cid for cid, c in self.concerns.items() if c.status == RESOLVED}
         p, events, repetition, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
         stance, justified = self._decide(p, reasoned, hurt)
         self.decision = stance
+        if p.ask and stance == "refused":
+            self.refused_ask = True
         if justified:
             self.rational_decision = stance  # an unreasoned concession is not the rational path
         text = self._realize(p, events, stance, repetition)
+        events += [f"voiced:{cid}" for cid in dict.fromkeys(self.voiced_now)]
+        events += [
+            f"resolved:{cid}"
+            for cid, c in self.concerns.items()
+            if c.status == RESOLVED and cid not in before
+        ]
         self._state = self._compose_bdi()
         return UserTurn(text, stance, self._state, justified, tuple(events))
 

@@ -46,6 +46,9 @@ class UserPreset:
         long_turn_penalty: Affect lost per ``long_turn_words`` words beyond the first block.
         situation_margin: A situational concern is met only by a turn closer to this user's
             own situation than to any other persona's situation by this margin.
+        meaning_threshold: The sentence-level meaning reader's probability at which a turn
+            addresses a concern (:func:`~dialogue_gym.users.concerns.touch_excess`).
+        pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
     """
 
     name: str
@@ -71,6 +74,8 @@ class UserPreset:
     long_turn_words: int = 60
     long_turn_penalty: float = 0.04
     situation_margin: float = 0.05
+    meaning_threshold: float = 0.5
+    pushy_threshold: float = 0.6
 
 
 HARD = UserPreset(

@@ -11,20 +11,17 @@ policy chose (:data:`USER_ACTS`).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dialogue_gym.cards import Style, TaskCard
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.concerns import RESOLVED, ConcernState
 from dialogue_gym.users.persona import Persona
 
-if TYPE_CHECKING:
-    from dialogue_gym.users.cognitive import _ConcernState
-
-UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
+_FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
 """Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
 
 
@@ -60,20 +57,32 @@ class ReplyWording:
     analyzer: UtteranceAnalyzer
     persona: Persona
     style: Style
-    concerns: dict[str, _ConcernState]
+    concerns: dict[str, ConcernState]
     used: set[str]
     disclosed: bool
     exchange: int
     asks: int
+    voiced_now: list[str]  # the concerns this reply voices (events ``voiced:<id>``)
+    replied: list[str]  # this episode's replies so far (no reply is said twice)
     _rng: np.random.Generator
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
         return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
-        self.concerns[cid].voiced = True
+        """Words concern ``cid``: its voice line, or a reaction once it was partly answered.
+
+        Asking afresh after an answer would ignore what the system said.
+        """
+        state = self.concerns[cid]
+        concern = self.card.concern(cid)
+        answered = state.progress > 1e-9 and state.voiced and concern.ack_partial
+        state.voiced = True
         self.disclosed = True
-        return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
+        self.voiced_now.append(cid)
+        if answered:
+            return self._pick(f"partial:{cid}", concern.ack_partial)
+        return self._pick(f"voice:{cid}", concern.voice)
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
         for cid, c in self.concerns.items():  # strongest first
@@ -92,8 +101,12 @@ class ReplyWording:
     def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
         replies = self.card.replies
         parts: list[str] = []
+        keys: list[str] = []
 
         def say(key: str) -> None:
+            if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
+                key = "neutral"
+            keys.append(key)
             template = self._pick(key, replies[key])
             concern = self._top_concern()
             voice = ""
@@ -119,6 +132,7 @@ class ReplyWording:
                         else ("partial", concern.ack_partial)
                     )
                     parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
+                    keys.append(key)
                     break
             if repetition and not parts:
                 say("repetition")
@@ -135,6 +149,8 @@ class ReplyWording:
                     say("refuse")
             elif stance == "agree":
                 say("agree")  # decided without being asked (decision_trigger = "any")
+            elif "farewell" in events and not parts:
+                say("farewell")  # the system is backing off: the user closes, not "go on"
             elif p.greeting and self.exchange <= 1 and not parts:
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
@@ -148,21 +164,51 @@ class ReplyWording:
                 say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
-        return self._keep_stance(" ".join(parts[:2]))
+        return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
-    def _keep_stance(self, core: str) -> str:
+    def _unrepeated(self, core: str, key: str) -> str:
+        """The styled reply, never word for word one this user already said this episode.
+
+        A repeat is re-worded from the other templates of its kind (``key``) first, then
+        from the neutral kinds; only when every option was said already does it stand.
+        """
+        text = self._keep_stance(core, key)
+        said = {r.lower() for r in self.replied}
+        if text.lower() in said:
+            kinds = [key] if key in self.card.replies else []
+            kinds += [k for k in ("inquiry_open", "neutral") if k != key]
+            for kind in kinds:
+                options = self.card.replies[kind]
+                for index in self._rng.permutation(len(options)):
+                    candidate = self._keep_stance(self._fill(options[int(index)]), kind)
+                    if candidate.lower() not in said and "{" not in candidate:
+                        text = candidate
+                        break
+                else:
+                    continue
+                break
+        self.replied.append(text)
+        return text
+
+    def _keep_stance(self, core: str, key: str = "neutral") -> str:
         """``core`` in the persona's style, unless styling would change the stance it states.
 
         An opener such as "idk," before an agreement would make the judges' text view read
         something the user did not decide; such a reply goes out unstyled.
         """
-        styled = self._styled(core)
+        styled = self._styled(core, key)
         if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
             return core.lower() if self.style.lowercase else core
         return styled
 
-    def _styled(self, text: str) -> str:
-        """Adds the persona's opener and closer (sometimes) and its casing to a reply."""
+    def _styled(self, text: str, key: str = "neutral") -> str:
+        """Adds the persona's opener and closer (sometimes) and its casing to a reply.
+
+        Fillers (``neutral``, ``inquiry_open``, a greeting, a goodbye) stay unadorned: an
+        opener and a closer around "Go on." make a reply of fragments that do not fit.
+        """
+        if key in _FILLERS:
+            return text.lower() if self.style.lowercase else text
         if self._rng.random() < 0.45:
             opener = self._pick("opener", self.style.openers)
             if opener.endswith(", ") and not re.match(r"I\b", text):
@@ -210,4 +256,4 @@ class ReplyWording:
             key = "inquiry_open" if p.question else "neutral"
         template = self._pick(key, self.card.replies[key])
         voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
-        return self._keep_stance(self._fill(template.replace("{concern_voice}", voice)))
+        return self._keep_stance(self._fill(template.replace("{concern_voice}", voice)), key)

@@ -1,0 +1,295 @@
+"""What a system turn *means* to a simulated user, read sentence by sentence.
+
+The card's prototype sentences are a handful of ways to answer each concern; a person answers
+it in any words. :class:`MeaningReader` is a small classifier on the sentence encoder, fitted on
+the task's **perception set** (``envs/perception/<TASK>.toml``, shipped with the package): for
+each concern, many differently worded turns that answer it and *hard negatives* that touch its
+topic without answering it, and for each kind of turn that answers nothing (a polite ask, a
+pushy one, rapport, a probe, an acknowledgement, off-topic talk, a goodbye) many examples of
+that. The card's own ``unlock`` prototypes join their concern's examples and its ``anti``
+prototypes the hard negatives.
+
+A turn is read **per sentence**: every sentence gets a probability per class, and a concern's
+score for the turn is its best sentence's. A four-sentence reply whose second sentence answers
+the worry is read as answering it, however much else it says (the users' defences against
+stuffing — one unit of credit split over the topics a turn touches, the cost of long turns —
+still apply downstream). The set is written from the concern descriptions alone, never from
+the benchmark's held-out replies (``benchmarks/data/skill_wording``).
+
+The classifier is multinomial logistic regression (numpy, full-batch gradient descent with
+class-balanced weights and L2), fitted once per card and encoder in a process; the embeddings
+of the set are the encoder's, so ``minilm``, ``static`` and ``hashing`` each get their own
+fit. Everything is deterministic: no random initialization, no sampling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.encoders import Encoder
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "ACTS",
+    "NEAR_MISS",
+    "MeaningReader",
+    "PerceptionSet",
+    "PerceptionSetError",
+    "TurnMeaning",
+    "load_perception_set",
+    "parse_perception_set",
+    "split_sentences",
+]
+
+ACTS = ("ask_polite", "ask_pushy", "rapport", "probe", "acknowledge", "off_topic", "farewell")
+"""Kinds of turn that answer no concern, each a class of the reader."""
+NEAR_MISS = "near_miss"
+"""The class of turns on a concern's topic that do not answer it (the hard negatives)."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"\w")
+
+
+class PerceptionSetError(ValueError):
+    """A perception set that cannot be used (names the file and the field)."""
+
+
+def split_sentences(text: str, min_words: int = 3) -> list[str]:
+    """The sentences of ``text``; a fragment under ``min_words`` words joins the next one.
+
+    "Sure! The audit is public." reads as one sentence: an interjection carries no meaning of
+    its own, and alone it would match any class by chance.
+    """
+    pieces = [p.strip() for p in _SENTENCE_END.split(text) if _WORD.search(p)]
+    out: list[str] = []
+    carry = ""
+    for piece in pieces:
+        piece = f"{carry} {piece}".strip() if carry else piece
+        if len(piece.split()) < min_words:
+            carry = piece
+            continue
+        carry = ""
+        out.append(piece)
+    if carry:
+        if out:
+            out[-1] = f"{out[-1]} {carry}"
+        else:
+            out.append(carry)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PerceptionSet:
+    """A task's perception set (see the module docstring).
+
+    Attributes:
+        task: The card id it was written for.
+        addressing: Concern id → turns that answer that concern.
+        near_miss: Concern id → turns on its topic that do not answer it.
+        turns: Act (one of :data:`ACTS`) → examples of that kind of turn.
+    """
+
+    task: str
+    addressing: Mapping[str, tuple[str, ...]]
+    near_miss: Mapping[str, tuple[str, ...]]
+    turns: Mapping[str, tuple[str, ...]]
+
+    def __len__(self) -> int:
+        tables = (self.addressing, self.near_miss, self.turns)
+        return sum(len(lines) for table in tables for lines in table.values())
+
+
+def _lines(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise PerceptionSetError(f"{where}: expected a list of non-empty strings")
+    return tuple(dict.fromkeys(v.strip() for v in value))
+
+
+def parse_perception_set(data: Mapping[str, Any], card: TaskCard, source: str) -> PerceptionSet:
+    """Validates a parsed perception-set TOML against ``card``.
+
+    Raises:
+        PerceptionSetError: Naming ``source`` and the field: an unknown concern or act, a list
+            that is not a list of strings, a concern of the card with no addressing turns.
+    """
+    known = {c.id for c in card.concerns}
+    concerns = data.get("concerns", {})
+    if not isinstance(concerns, Mapping):
+        raise PerceptionSetError(f"{source}: concerns: expected a table per concern")
+    addressing: dict[str, tuple[str, ...]] = {}
+    near_miss: dict[str, tuple[str, ...]] = {}
+    for cid, table in concerns.items():
+        where = f"{source}: concerns.{cid}"
+        if cid not in known:
+            raise PerceptionSetError(f"{where}: card {card.id!r} has no such concern")
+        if not isinstance(table, Mapping) or set(table) - {"addressing", "near_miss"}:
+            raise PerceptionSetError(f"{where}: expected the keys addressing and near_miss")
+        addressing[cid] = _lines(table.get("addressing", []), f"{where}.addressing")
+        near_miss[cid] = _lines(table.get("near_miss", []), f"{where}.near_miss")
+    missing = sorted(known - {cid for cid, lines in addressing.items() if lines})
+    if missing:
+        raise PerceptionSetError(f"{source}: concerns {missing} have no addressing turns")
+    turns_table = data.get("turns", {})
+    if not isinstance(turns_table, Mapping) or set(turns_table) - set(ACTS):
+        unknown = sorted(set(turns_table) - set(ACTS)) if isinstance(turns_table, Mapping) else []
+        raise PerceptionSetError(f"{source}: turns: unknown acts {unknown}; choose from {ACTS}")
+    turns = {act: _lines(turns_table[act], f"{source}: turns.{act}") for act in turns_table}
+    return PerceptionSet(card.id, addressing, near_miss, turns)
+
+
+def load_perception_set(card: TaskCard) -> PerceptionSet | None:
+    """The shipped perception set of ``card`` (``perception/<id>.toml``), or ``None``.
+
+    Raises:
+        PerceptionSetError: The shipped file is malformed.
+    """
+    path = resources.files("dialogue_gym.catalog").joinpath("perception", f"{card.id}.toml")
+    if not path.is_file():
+        return None
+    source = f"perception/{card.id}.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PerceptionSetError(f"{source}: not valid TOML ({exc})") from None
+    return parse_perception_set(data, card, source)
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnMeaning:
+    """What a turn means, read sentence by sentence.
+
+    Attributes:
+        concerns: Concern id → the probability that the turn's best sentence answers it.
+        acts: Act (:data:`ACTS`) → the probability of its best sentence.
+        near_miss: The best sentence's probability of touching a topic without answering it.
+        sentences: How many sentences were read.
+    """
+
+    concerns: Mapping[str, float]
+    acts: Mapping[str, float]
+    near_miss: float
+    sentences: int
+
+
+def _fit_softmax(
+    x: np.ndarray, y: np.ndarray, classes: int, l2: float = 1e-3, steps: int = 400
+) -> np.ndarray:
+    """Multinomial logistic regression by full-batch gradient descent (deterministic).
+
+    Returns the ``(d + 1, classes)`` weights, the last row the bias. Classes are weighted by
+    the inverse of their size, so a class with 20 examples counts as much as one with 60.
+    """
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))]).astype(np.float64)
+    counts = np.bincount(y, minlength=classes).astype(np.float64)
+    weights = (1.0 / np.maximum(counts, 1.0))[y]
+    weights *= n / weights.sum()
+    onehot = np.zeros((n, classes))
+    onehot[np.arange(n), y] = 1.0
+    w = np.zeros((d + 1, classes))
+    # Adam on the full batch: a fixed schedule, so the fit is a pure function of the data.
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    lr, beta1, beta2 = 0.05, 0.9, 0.999
+    for step in range(1, steps + 1):
+        logits = xb @ w
+        logits -= logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        probs /= probs.sum(axis=1, keepdims=True)
+        grad = xb.T @ ((probs - onehot) * weights[:, None]) / n
+        grad[:-1] += l2 * w[:-1]
+        m = beta1 * m + (1 - beta1) * grad
+        v = beta2 * v + (1 - beta2) * grad**2
+        w -= lr * (m / (1 - beta1**step)) / (np.sqrt(v / (1 - beta2**step)) + 1e-8)
+    return w
+
+
+_FITS: dict[tuple[str, str, str], np.ndarray] = {}
+_FITS_LOCK = threading.Lock()
+
+
+class MeaningReader:
+    """Reads a turn's meaning per sentence (see the module docstring).
+
+    Args:
+        card: The task card.
+        encoder: The sentence encoder the user perceives with (unit rows).
+        examples: The perception set (default: the card's shipped one). A card without one
+            gets a reader fitted on its own prototypes alone (``unlock`` / ``anti``).
+    """
+
+    def __init__(
+        self, card: TaskCard, encoder: Encoder, examples: PerceptionSet | None = None
+    ) -> None:
+        self.card = card
+        self.encoder = encoder
+        examples = examples if examples is not None else load_perception_set(card)
+        self.concern_ids = tuple(c.id for c in card.concerns)
+        acts = [a for a in ACTS if examples is not None and examples.turns.get(a)]
+        self.classes = (*self.concern_ids, NEAR_MISS, *acts)
+        texts: list[str] = []
+        labels: list[int] = []
+
+        def add(lines: Sequence[str], label: str) -> None:
+            texts.extend(lines)
+            labels.extend([self.classes.index(label)] * len(lines))
+
+        for concern in card.concerns:
+            add(concern.unlock, concern.id)
+            add(concern.anti, NEAR_MISS)
+            if examples is not None:
+                add(examples.addressing.get(concern.id, ()), concern.id)
+                add(examples.near_miss.get(concern.id, ()), NEAR_MISS)
+        for act in acts:
+            add(examples.turns[act] if examples is not None else (), act)
+        if not texts:
+            raise PerceptionSetError(f"card {card.id!r}: nothing to fit a meaning reader on")
+        digest = hashlib.sha256(
+            "\n".join(f"{t}\t{y}" for t, y in zip(texts, labels, strict=True)).encode()
+        )
+        key = (card.id, getattr(encoder, "name", type(encoder).__name__), digest.hexdigest())
+        with _FITS_LOCK:
+            fitted = _FITS.get(key)
+        if fitted is None:
+            x = np.asarray(encoder.encode(texts), dtype=np.float64)
+            fitted = _fit_softmax(x, np.asarray(labels), len(self.classes))
+            with _FITS_LOCK:
+                _FITS[key] = fitted
+        self._w = fitted
+        self.examples = len(texts)
+
+    def probabilities(self, embeddings: np.ndarray) -> np.ndarray:
+        """Class probabilities (rows: the given sentence embeddings; columns: ``classes``)."""
+        x = np.asarray(embeddings, dtype=np.float64).reshape(-1, self._w.shape[0] - 1)
+        logits = x @ self._w[:-1] + self._w[-1]
+        logits -= logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        return probs / probs.sum(axis=1, keepdims=True)
+
+    def read(self, sentence_embeddings: np.ndarray) -> TurnMeaning:
+        """The meaning of a turn from the embeddings of its sentences (one row each)."""
+        if len(sentence_embeddings) == 0:
+            zeros = dict.fromkeys(self.concern_ids, 0.0)
+            return TurnMeaning(zeros, dict.fromkeys(ACTS, 0.0), 0.0, 0)
+        best = self.probabilities(sentence_embeddings).max(axis=0)
+        column = {name: float(best[i]) for i, name in enumerate(self.classes)}
+        return TurnMeaning(
+            concerns={cid: column[cid] for cid in self.concern_ids},
+            acts={act: column.get(act, 0.0) for act in ACTS},
+            near_miss=column[NEAR_MISS],
+            sentences=len(sentence_embeddings),
+        )

@@ -1,0 +1,133 @@
+"""The sentence-level meaning reader, the perception sets and the task brief."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import dialogue_gym
+from dialogue_gym.card_schema import CardError
+from dialogue_gym.cards import builtin_cards, load_card, parse_card
+from dialogue_gym.env_reveal import public_events
+from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.users.meaning import (
+    ACTS,
+    MeaningReader,
+    PerceptionSetError,
+    load_perception_set,
+    parse_perception_set,
+    split_sentences,
+)
+
+
+def test_split_sentences_joins_fragments() -> None:
+    assert split_sentences("Sure! The audit is public. Anyone can read it online.") == [
+        "Sure! The audit is public.",
+        "Anyone can read it online.",
+    ]
+    assert split_sentences("Okay.") == ["Okay."]
+    assert split_sentences("One two three.\nFour five six") == ["One two three.", "Four five six"]
+
+
+@pytest.mark.parametrize("name", builtin_cards())
+def test_every_shipped_card_has_a_valid_perception_set(name: str) -> None:
+    card = load_card(name)
+    examples = load_perception_set(card)
+    assert examples is not None, f"{card.id} ships no perception set"
+    assert set(examples.addressing) == {c.id for c in card.concerns}
+    assert all(len(lines) >= 20 for lines in examples.addressing.values())
+    assert set(examples.turns) <= set(ACTS)
+
+
+def test_perception_set_errors_name_the_field() -> None:
+    card = load_card("p4g")
+    good = {c.id: {"addressing": ["a reason"]} for c in card.concerns}
+    parse_perception_set({"concerns": good}, card, "x.toml")
+    with pytest.raises(PerceptionSetError, match="no such concern"):
+        parse_perception_set({"concerns": {**good, "bogus": {"addressing": ["a"]}}}, card, "x")
+    with pytest.raises(PerceptionSetError, match="unknown acts"):
+        parse_perception_set({"concerns": good, "turns": {"shouting": ["a"]}}, card, "x")
+    missing = dict(good)
+    missing.pop("trust")
+    with pytest.raises(PerceptionSetError, match="trust"):
+        parse_perception_set({"concerns": missing}, card, "x")
+    with pytest.raises(PerceptionSetError, match="list of non-empty strings"):
+        parse_perception_set({"concerns": {**good, "trust": {"addressing": [3]}}}, card, "x")
+
+
+@pytest.fixture(scope="module")
+def p4g_reader() -> MeaningReader:
+    card = load_card("p4g")
+    return MeaningReader(card, make_encoder("minilm"))
+
+
+def _read(reader: MeaningReader, text: str) -> dict[str, float]:
+    sentences = split_sentences(text)
+    meaning = reader.read(np.asarray(reader.encoder.encode(sentences)))
+    return {**meaning.concerns, **meaning.acts}
+
+
+def test_reader_reads_an_answer_in_words_no_card_sentence_uses(p4g_reader: MeaningReader) -> None:
+    text = (
+        "I hear you, that's a reasonable thing to wonder about. They've been going for over a "
+        "hundred years and independent accountants go through their books annually."
+    )
+    scores = _read(p4g_reader, text)
+    assert max(scores, key=scores.get) == "trust"  # type: ignore[arg-type]
+
+
+def test_reader_tells_acts_apart(p4g_reader: MeaningReader) -> None:
+    polite = _read(p4g_reader, "Would you be up for giving a little? Either answer is fine by me.")
+    pushy = _read(p4g_reader, "Stop stalling and hand it over now, you're being selfish.")
+    bye = _read(p4g_reader, "No worries at all, thanks for your time and have a good evening!")
+    assert polite["ask_polite"] > polite["ask_pushy"]
+    assert pushy["ask_pushy"] > pushy["ask_polite"]
+    assert max(bye, key=bye.get) == "farewell"  # type: ignore[arg-type]
+
+
+def test_reader_fit_is_deterministic_and_cached() -> None:
+    card = load_card("p4g")
+    a = MeaningReader(card, make_encoder("hashing"))
+    b = MeaningReader(card, make_encoder("hashing"))
+    assert a._w is b._w  # one fit per card and encoder in a process
+    assert a.examples > 300
+
+
+def test_brief_facts_reach_the_system_observation() -> None:
+    env = dialogue_gym.make("Courier-hard", encoder="hashing")
+    obs, _ = env.reset(seed=0)
+    goal = obs["system"]["goal"]
+    assert goal.startswith(env.card.goal)
+    assert "charging point" in goal  # the courier's question has an answer in the brief
+    assert obs["user"]["goal"] == env.card.user_goal
+
+
+def test_brief_section_is_validated() -> None:
+    from importlib import resources
+
+    import tomllib
+
+    raw = resources.files("dialogue_gym.catalog").joinpath("p4g.toml").read_text()
+    data = tomllib.loads(raw)
+    assert parse_card(data).brief
+    with pytest.raises(CardError, match="brief"):
+        parse_card({**data, "brief": {"facts": ["ok"], "extra": 1}})
+    with pytest.raises(CardError, match=r"brief\.facts"):
+        parse_card({**data, "brief": {"facts": [""]}})
+    no_brief = {k: v for k, v in data.items() if k != "brief"}
+    card = parse_card(no_brief)
+    assert card.brief == () and card.system_brief == card.goal
+
+
+def test_concern_events_stay_private() -> None:
+    events = ["ask", "voiced:trust", "resolved:trust", "addressed:trust", "pressure"]
+    assert public_events(events) == ["ask", "pressure"]
+
+
+def test_preset_fields_have_documented_defaults() -> None:
+    from dialogue_gym.users.presets import HARD
+
+    fields = {f.name for f in dataclasses.fields(HARD)}
+    assert {"meaning_threshold", "pushy_threshold"} <= fields

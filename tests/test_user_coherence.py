@@ -1,0 +1,101 @@
+"""The hard users stay coherent: pressure is repeated asking, not asking; no reply said twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import dialogue_gym
+from dialogue_gym.evaluation import evaluate
+
+
+def _play(env: Any, turns: list[str], seed: int = 0) -> list[dict[str, Any]]:
+    env.reset(seed=seed)
+    steps = []
+    for text in turns:
+        _, _, terms, truncs, infos = env.step({"system": text})
+        steps.append(
+            {
+                "reply": env.history[-1][1],
+                "events": infos["system"]["privileged"]["user_events"],
+                "public": infos["system"]["user_events"],
+            }
+        )
+        if terms["system"] or truncs["system"]:
+            break
+    return steps
+
+
+@pytest.fixture(scope="module")
+def p4g() -> Any:
+    return dialogue_gym.make("P4G-hard", privileged=True)
+
+
+POLITE = "Would you like to donate a little of your payment? Either answer is completely okay."
+REASON = (
+    "Fair question. They've been around for over a century, outside auditors check their "
+    "books every year, and about 85 percent of spending goes to programs for kids."
+)
+
+
+def test_one_polite_ask_is_not_pressure(p4g: Any) -> None:
+    steps = _play(p4g, ["Hi! How's your day going?", POLITE])
+    assert "ask" in steps[1]["events"]
+    assert "pressure" not in steps[1]["events"]
+
+
+def test_asking_again_after_a_no_without_a_reason_is_pressure(p4g: Any) -> None:
+    for seed in range(20):
+        _play(p4g, [POLITE], seed)
+        if p4g.user.decision != "refused":
+            continue
+        _, _, _, _, infos = p4g.step({"system": POLITE.replace("a little", "something")})
+        assert "pressure" in infos["system"]["privileged"]["user_events"]
+        return
+    pytest.fail("no persona refused the first ask in 20 seeds")
+
+
+def test_a_reason_between_two_asks_makes_the_second_fair(p4g: Any) -> None:
+    found = False
+    for seed in range(20):
+        steps = _play(p4g, [POLITE, REASON, POLITE.replace("a little", "something")], seed)
+        if len(steps) < 3 or "addressed:trust" not in steps[1]["events"]:
+            continue
+        found = True
+        assert "pressure" not in steps[2]["events"], steps
+    assert found, "no persona credited the trust answer in 20 seeds"
+
+
+def test_backing_off_gets_a_goodbye_not_go_on(p4g: Any) -> None:
+    steps = _play(p4g, ["No worries at all. Thanks for your time, and have a lovely evening!"])
+    assert "farewell" in steps[0]["events"]
+    assert steps[0]["reply"] in p4g.card.replies["farewell"]
+
+
+def test_no_reply_is_said_twice_in_an_episode(p4g: Any) -> None:
+    for seed in range(5):
+        steps = _play(p4g, ["Okay."] * 8, seed)
+        replies = [s["reply"].lower() for s in steps]
+        assert len(set(replies)) == len(replies), replies
+
+
+@pytest.mark.parametrize("env_id", ["P4G-hard", "Merchant-hard", "ESConv-hard"])
+def test_a_resolved_concern_is_never_raised_again(env_id: str) -> None:
+    result = evaluate(
+        ["scripted", "random"],
+        [env_id],
+        episodes=10,
+        progress=False,
+        env_kwargs={"encoder": "hashing", "privileged": True},
+    )
+    for record in result.records:
+        resolved: set[str] = set()
+        replies = [t["text"].lower() for t in record["transcript"] if t["role"] == "user"]
+        assert len(set(replies)) == len(replies), replies
+        for events in record["events"]:
+            for event in events:
+                kind, _, cid = event.partition(":")
+                if kind == "voiced":
+                    assert cid not in resolved, (record["transcript"], record["events"])
+            resolved |= {e.split(":", 1)[1] for e in events if e.startswith("resolved:")}

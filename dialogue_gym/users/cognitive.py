@@ -315,10 +315,18 @@ class CognitiveUser(ReplyWording):
         preset = self.preset
         excess = touch_excess(p, preset, self.card)
         touched = [cid for cid, value in excess.items() if value >= 0.0]
-        if touched:
-            best = max(excess[cid] for cid in touched)
-            touched = [cid for cid in touched if excess[cid] >= best - preset.topic_margin]
         situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
+        if touched:
+            # The situational concerns are one topic (this user's story): the margin is
+            # measured from the topic's best, not concern by concern.
+            story = max((excess[cid] for cid in situational), default=-1.0)
+            best = max(excess[cid] for cid in touched)
+            touched = [
+                cid
+                for cid in touched
+                if (story if cid in situational else excess[cid]) >= best - preset.topic_margin
+            ]
+            situational = [cid for cid in situational if cid in touched]
         topics = [cid for cid in touched if cid not in situational]
         if situational:
             held = [cid for cid in self.concerns if cid in situational]

@@ -131,3 +131,33 @@ def test_preset_fields_have_documented_defaults() -> None:
 
     fields = {f.name for f in dataclasses.fields(HARD)}
     assert {"meaning_threshold", "pushy_threshold"} <= fields
+
+
+def test_reader_fits_are_cached_on_disk(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A second process loads the fit instead of refitting, and gets the same weights; a
+    corrupt cache file only costs a refit."""
+    from dialogue_gym.users import meaning
+
+    monkeypatch.setenv("DIALOGUE_GYM_CACHE", str(tmp_path))
+    monkeypatch.setattr(meaning, "_FITS", {})
+    card = load_card("p4g")
+    encoder = make_encoder("hashing")
+    first = MeaningReader(card, encoder)
+    (cached,) = (tmp_path / "meaning").glob("*.npy")
+    monkeypatch.setattr(meaning, "_FITS", {})
+
+    def no_refit(*args: object, **kwargs: object) -> np.ndarray:
+        raise AssertionError("refitted although a cached fit exists")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(meaning, "_fit_softmax", no_refit)
+        second = MeaningReader(card, encoder)
+    np.testing.assert_array_equal(first._w, second._w)
+    cached.write_bytes(b"not an array")
+    monkeypatch.setattr(meaning, "_FITS", {})
+    third = MeaningReader(card, encoder)
+    np.testing.assert_array_equal(first._w, third._w)
+    # Another encoder (same name, other weights) never reuses the fit.
+    other = make_encoder("hashing-128")
+    monkeypatch.setattr(meaning, "_FITS", {})
+    assert MeaningReader(card, other)._w.shape[0] == 129

@@ -17,26 +17,32 @@ still apply downstream). The set is written from the concern descriptions alone,
 the benchmark's held-out replies (``benchmarks/data/skill_wording``).
 
 The classifier is multinomial logistic regression (numpy, full-batch gradient descent with
-class-balanced weights and L2), fitted once per card and encoder in a process; the embeddings
-of the set are the encoder's, so ``minilm``, ``static`` and ``hashing`` each get their own
-fit. Everything is deterministic: no random initialization, no sampling.
+class-balanced weights and L2), fitted once per card and encoder and cached on disk under
+:func:`~dialogue_gym.mind.static.cache_root` (``meaning/``; keyed on the set, the encoder's
+embeddings of it and the recipe, so a changed set or encoder refits); the embeddings of the set
+are the encoder's, so ``minilm``, ``static`` and ``hashing`` each get their own fit.
+Everything is deterministic: no random initialization, no sampling.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.mind.static import cache_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -220,6 +226,45 @@ def _fit_softmax(
 
 _FITS: dict[tuple[str, str, str], np.ndarray] = {}
 _FITS_LOCK = threading.Lock()
+_FIT_VERSION = "softmax-adam-400-l2e-3-v1"
+"""Names the fitting recipe in the disk cache key: change it with :func:`_fit_softmax`."""
+
+
+def _fit_path(key: tuple[str, str, str], probe: np.ndarray) -> Path:
+    """Where a fit is cached.
+
+    The key also hashes the encoder's embeddings of a few lines of the set, so another
+    encoder's weights under the same name never reuse a stale fit.
+    """
+    material = hashlib.sha256()
+    material.update("\t".join((*key, _FIT_VERSION)).encode())
+    material.update(np.round(probe, 4).astype(np.float32).tobytes())
+    return cache_root() / "meaning" / f"{key[0]}-{material.hexdigest()[:24]}.npy"
+
+
+def _load_fit(key: tuple[str, str, str], probe: np.ndarray, classes: int) -> np.ndarray | None:
+    """A cached fit from an earlier process, or ``None`` (absent, unreadable or misshapen)."""
+    path = _fit_path(key, probe)
+    try:
+        weights = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if weights.shape != (probe.shape[1] + 1, classes) or not np.isfinite(weights).all():
+        return None
+    return np.asarray(weights, dtype=np.float64)
+
+
+def _store_fit(key: tuple[str, str, str], probe: np.ndarray, weights: np.ndarray) -> None:
+    """Caches a fit on disk (atomically; a read-only cache folder only costs the refit)."""
+    path = _fit_path(key, probe)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npy", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, weights, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        return
 
 
 class MeaningReader:
@@ -265,8 +310,13 @@ class MeaningReader:
         with _FITS_LOCK:
             fitted = _FITS.get(key)
         if fitted is None:
-            x = np.asarray(encoder.encode(texts), dtype=np.float64)
-            fitted = _fit_softmax(x, np.asarray(labels), len(self.classes))
+            # The encoder's embeddings of a few of the set's lines fingerprint its weights.
+            probe = np.asarray(encoder.encode(texts[:4]), dtype=np.float64)
+            fitted = _load_fit(key, probe, len(self.classes))
+            if fitted is None:
+                x = np.asarray(encoder.encode(texts), dtype=np.float64)
+                fitted = _fit_softmax(x, np.asarray(labels), len(self.classes))
+                _store_fit(key, probe, fitted)
             with _FITS_LOCK:
                 _FITS[key] = fitted
         self._w = fitted

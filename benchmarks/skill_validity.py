@@ -1,7 +1,8 @@
 """Do the hard users reward listening in *any* words? The card's sentences vs held-out wording.
 
 Per hard env, with 95 % bootstrap CIs over ``--episodes`` seeded episodes (the same seeds for
-every agent), this prints the success rate of:
+every agent), this prints the success rate (on ``CB-hard`` the mean sale-to-list utility, SL,
+since nearly every buyer closes some deal) of:
 
 * ``scripted`` — the project's hand-written agent;
 * ``listener, card`` — a closed-loop listener (:class:`WordingListener`: opens, hears the concern
@@ -12,6 +13,8 @@ every agent), this prints the success rate of:
   concern descriptions and the voice lines (never the card's prototypes, cues or code), frozen
   in ``benchmarks/data/skill_wording/heldout`` before any tuning. ``--wording dev`` uses the
   second, independent set written the same way (the one to develop against);
+* on ``CB-hard``, where reasons come with offers, the listener is :class:`WordingBuyer` (the
+  scripted buyer giving its reasons in the card's sentences or in the wording set's);
 * the adversary suite's best non-listener (:mod:`dialogue_gym.testing.adversaries`, without the
   slow search-based attacker unless ``--search``).
 
@@ -43,12 +46,15 @@ import torch
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.metrics.bootstrap import bootstrap_ci
+from dialogue_gym.metrics.rates import episode_sl
+from dialogue_gym.prices import format_price
 from dialogue_gym.testing.adversaries import ADVERSARIES
+from dialogue_gym_agents.baselines.bargain import ScriptedBuyer
 from dialogue_gym_agents.baselines.listening import ListeningAgent
 from dialogue_gym_agents.baselines.reflection import second_person, story_sentences
 
 WORDING = Path(__file__).parent / "data" / "skill_wording"
-HARD_ENVS = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
+HARD_ENVS = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard", "CB-hard")
 USER_SPEAKER = 1
 
 
@@ -143,6 +149,54 @@ class WordingListener(ListeningAgent):
         return re.sub(r"\{\w+\}", "", text)
 
 
+class WordingBuyer(ScriptedBuyer):
+    """CraigslistBargain's :class:`ScriptedBuyer` with its reasons from a wording set.
+
+    The buyer's opening, questions, offers and when it takes a price are the scripted
+    buyer's; only the reason it gives for the concern it argues differs between the arms: the
+    card's ``unlock`` sentences (``answers="card"``) or the wording set's replies
+    (``answers="wording"``). A reply with an ``{offer}`` slot carries the turn's offer itself
+    (the scripted offer sentence is then dropped, so the price is said once).
+
+    Args:
+        card: The CB task card.
+        seed: Default seed.
+        wording: ``"heldout"`` or ``"dev"``.
+        answers: ``"wording"`` or ``"card"``.
+    """
+
+    def __init__(
+        self,
+        card: TaskCard,
+        seed: int | None = None,
+        wording: str = "heldout",
+        answers: str = "wording",
+        **kwargs: Any,
+    ) -> None:
+        if answers == "card":
+            table = {c.id: tuple(c.unlock) for c in card.concerns}
+        elif answers == "wording":
+            data = load_wording(card, wording)
+            table = {c.id: tuple(data["concerns"][c.id]["replies"]) for c in card.concerns}
+        else:
+            raise ValueError(f"answers must be 'wording' or 'card', got {answers!r}")
+        self.ARGUMENTS = {cid: lines for cid, lines in table.items() if cid in self.ORDER}
+        super().__init__(card, seed, **kwargs)
+
+    def act(self, observation: dict[str, Any]) -> str:
+        """The scripted buyer's turn, with an ``{offer}`` slot filled by its offer."""
+        text = super().act(observation)
+        if "{offer}" not in text or self._last_offer is None:
+            return re.sub(r"\{\w+\}", "", text)
+        price = format_price(self._last_offer)
+        for template in self.OFFERS:
+            said = " " + template.format(price=price)
+            if text.endswith(said):
+                text = text[: -len(said)]
+                break
+        return text.replace("{offer}", price)
+
+
 def repeated_replies(record: Mapping[str, Any]) -> int:
     """User replies in one episode identical (case-insensitive) to an earlier one."""
     replies = [t["text"] for t in record.get("transcript", []) if t.get("role") == "user"]
@@ -156,7 +210,15 @@ def repeated_replies(record: Mapping[str, Any]) -> int:
 
 
 def _rates(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    return np.asarray([float(r["success"]) for r in sorted(records, key=lambda r: r["seed"])])
+    """Per-episode scores in seed order: success, or SL on negotiation.
+
+    Any deal is a "success" there; the buyer's utility (sale-to-list) is what ranks buyers.
+    """
+    ordered = sorted(records, key=lambda r: r["seed"])
+    scores = [episode_sl(r) for r in ordered]
+    if all(score is not None for score in scores):
+        return np.asarray(scores, dtype=float)
+    return np.asarray([float(r["success"]) for r in ordered])
 
 
 def _cell(values: np.ndarray) -> str:
@@ -175,11 +237,14 @@ def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[f
 def measure_env(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every arm on ``env_id``; returns the per-agent success vectors and repeated replies."""
     env_kwargs = {"encoder": args.encoder, "privileged": True}
+    # CraigslistBargain's concerns are answered inside offers: its listener is the scripted
+    # buyer with its reasons swapped (the same buyer in both arms).
+    listener = WordingBuyer if env_id.startswith("CB") else WordingListener
     arms: dict[str, tuple[Any, dict[str, Any]]] = {
         "scripted": ("scripted", {}),
-        "listener, card": (WordingListener, {"wording": args.wording, "answers": "card"}),
+        "listener, card": (listener, {"wording": args.wording, "answers": "card"}),
         f"listener, {args.wording}": (
-            WordingListener,
+            listener,
             {"wording": args.wording, "answers": "wording"},
         ),
     }

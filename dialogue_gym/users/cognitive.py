@@ -7,6 +7,14 @@ resolved), the willingness w and the affect; a decision rule turns them into a s
 (refused / neutral / positive / agree), and a realizer words the reply in the persona's style.
 The BDI record and ρ/c/v are derived from that state.
 
+The user is composed of one small component per concept, each behind a Protocol: perception
+(:class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`: what the turn means to the user),
+concern tracking (:class:`~dialogue_gym.users.concerns.ConcernTracker`: what was voiced,
+answered and resolved), decision (:class:`~dialogue_gym.users.decision.ThresholdDecision`:
+when to agree or refuse) and wording (:class:`~dialogue_gym.users.wording.TemplateWording`:
+the reply). This class holds the feelings that connect them (affect, mood, rapport) and runs
+one exchange through them in order.
+
 *Soft* and *hard* are presets of the same model. Hard users agree only once every blocking
 concern is resolved by reasons and w is high enough; soft users drift towards agreement and
 sometimes concede to a bare request — the soft-user bias that RCSR is designed to catch, so
@@ -25,15 +33,18 @@ from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
-from dialogue_gym.users.base import DECISIONS, UserTurn
-from dialogue_gym.users.concerns import ConcernState, touch_excess
+from dialogue_gym.users.base import UserTurn
+from dialogue_gym.users.concerns import VOICE_MATCH, ConcernState, ConcernTracker, ConcernTracking
+from dialogue_gym.users.decision import DecisionContext, DecisionRule, ThresholdDecision
 from dialogue_gym.users.latent_state import success_stances, toward_target
+from dialogue_gym.users.perception import TurnPerceiver, UserPerception
 from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.presets import HARD, PRESETS, SOFT, UserPreset, calibrated, card_preset
 from dialogue_gym.users.wording import (
     RESOLVED,
     USER_ACTS,
-    ReplyWording,
+    ReplyWriter,
+    TemplateWording,
     _stated_stance,
 )
 
@@ -42,20 +53,18 @@ __all__ = [
     "PRESETS",
     "SOFT",
     "USER_ACTS",
+    "VOICE_MATCH",
     "CognitiveUser",
     "UserPreset",
     "calibrated",
     "card_preset",
 ]
 
-_RANK = {d: i for i, d in enumerate(DECISIONS)}
 # How far a stance moves commitment c toward the target (on top of the resolved concerns).
 _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
-VOICE_MATCH = 0.8
-"""Similarity at which an external reply's sentence voices a concern (a close paraphrase)."""
 
 
-class CognitiveUser(ReplyWording):
+class CognitiveUser:
     """The embedded user simulator; see the module docstring.
 
     Args:
@@ -63,6 +72,10 @@ class CognitiveUser(ReplyWording):
         encoder: Sentence encoder used to perceive system utterances.
         preset: ``"soft"``, ``"hard"`` or a :class:`UserPreset`.
         personas: Persona pool to draw from (default: the card's bank).
+        wording: The wording component (default: the card's templates,
+            :class:`~dialogue_gym.users.wording.TemplateWording`); e.g. an LLM rewording them.
+        decision: The decision rule (default:
+            :class:`~dialogue_gym.users.decision.ThresholdDecision` with the preset).
     """
 
     def __init__(
@@ -71,12 +84,18 @@ class CognitiveUser(ReplyWording):
         encoder: Encoder,
         preset: str | UserPreset = "hard",
         personas: tuple[Persona, ...] | None = None,
+        wording: ReplyWriter | None = None,
+        decision: DecisionRule | None = None,
     ) -> None:
         if isinstance(preset, str):
             preset = card_preset(card, preset)
         self.card = card
         self.preset = preset
         self.analyzer = UtteranceAnalyzer.for_user(card, encoder)
+        self.perception: TurnPerceiver = UserPerception(card, self.analyzer, preset)
+        self.tracker: ConcernTracking = ConcernTracker(card, preset)
+        self.decider: DecisionRule = decision or ThresholdDecision(card, preset)
+        self.wording: ReplyWriter = wording or TemplateWording(card, self.analyzer)
         self.personas = personas if personas is not None else persona_bank(card)
         if not self.personas:
             raise ValueError("the persona pool is empty")
@@ -89,11 +108,8 @@ class CognitiveUser(ReplyWording):
     def _begin(self, persona: Persona) -> None:
         self.persona = persona
         self.style = self.card.style(persona.style)
-        self.concerns: dict[str, ConcernState] = {}
-        for concern_id, strength in persona.concerns:
-            base = self.card.concern(concern_id).resistance
-            extra = int(strength >= self.preset.extra_resistance_strength)
-            self.concerns[concern_id] = ConcernState(strength=strength, needed=base + extra)
+        self.tracker.begin(persona)
+        self.wording.begin(persona, self.style, self._rng, self.tracker)
         self.affect = 0.0
         self.drift = 0.0
         self.mood = 0.0
@@ -103,22 +119,8 @@ class CognitiveUser(ReplyWording):
         self.exchange = 0
         self.decision = "neutral"
         self.past_embeddings: list[np.ndarray] = []
-        self.used: set[str] = set()
-        self.voiced_now: list[str] = []
-        self.replied: list[str] = []
         self.reasons_total = 0
-        # Whether the user has told the system anything about itself yet (a concern, its
-        # situation): before that nothing the system says can be a response to this user.
-        self.disclosed = False
-        # Situational concerns are met by talking about this persona's own situation, measured
-        # against the other situations the card's personas can have (contrastive).
-        self._situation: np.ndarray | None = None
-        self._other_situations = np.zeros((0, 0), dtype=np.float32)
-        situation = persona.facts.get("situation")
-        if situation and any(self.card.concern(c).situational is not None for c in self.concerns):
-            others = [s for s in self.card.personas.slots.get("situation", ()) if s != situation]
-            encoded = np.asarray(self.analyzer.encoder.encode([situation, *others]))
-            self._situation, self._other_situations = encoded[0], encoded[1:]
+        self.perception.begin(persona, tuple(self.concerns))
         self._success_stances = success_stances(self.card)
         # The scalars of z_0: where this user starts (see _compose_bdi). Valence starts at the
         # persona's (0 for the bank; below 0 for a real ESConv seeker, by its intensity).
@@ -145,41 +147,34 @@ class CognitiveUser(ReplyWording):
         """The persona's visible profile."""
         return self.persona.profile()
 
-    def _resolution(self) -> float:
-        """The strength-weighted share of the way this user's concerns have been addressed."""
-        if not self.concerns:
-            return 1.0
-        total = sum(c.strength for c in self.concerns.values()) or 1.0
-        solved = sum(c.strength * min(c.progress / c.needed, 1.0) for c in self.concerns.values())
-        return solved / total
+    @property
+    def concerns(self) -> dict[str, ConcernState]:
+        """This persona's concerns (strongest first), from the concern tracker."""
+        return self.tracker.states
+
+    @property
+    def disclosed(self) -> bool:
+        """The user has told the system anything about itself yet (a concern, its story)."""
+        return self.tracker.disclosed
+
+    @disclosed.setter
+    def disclosed(self, value: bool) -> None:
+        self.tracker.disclosed = value
 
     @property
     def willingness(self) -> float:
         """Willingness w ∈ [0, 1]: concern component + affect + drift."""
         w0 = self.persona.initial_willingness
-        base = w0 + (self.preset.w_full - w0) * self._resolution()
+        base = w0 + (self.preset.w_full - w0) * self.tracker.resolution()
         return float(np.clip(base + self.affect + self.drift, 0.0, 1.0))
 
     @property
     def concern_solving_rate(self) -> float:
         """CSR: the share of this persona's concerns that are resolved."""
-        if not self.concerns:
-            return 1.0
-        return sum(c.status == RESOLVED for c in self.concerns.values()) / len(self.concerns)
-
-    def _helped(self) -> bool:
-        """The user has disclosed something and one of its needs is met (or it has none)."""
-        if not self.disclosed:
-            return False
-        return not self.concerns or any(c.status == RESOLVED for c in self.concerns.values())
+        return self.tracker.solving_rate()
 
     def _blocking(self) -> list[str]:
-        return [
-            cid
-            for cid, c in self.concerns.items()
-            if c.status != RESOLVED
-            and c.strength * self.card.concern(cid).blocking_weight >= self.preset.blocking_cutoff
-        ]
+        return self.tracker.blocking()
 
     def privileged(self) -> dict[str, Any]:
         """Concern statuses, willingness, decision and persona: for teacher views and probes."""
@@ -189,57 +184,14 @@ class CognitiveUser(ReplyWording):
             "willingness": round(self.willingness, 4),
             "decision": self.decision,
             "csr": self.concern_solving_rate,
-            "concerns": {
-                cid: {
-                    "status": c.status,
-                    "progress": c.progress,
-                    "needed": c.needed,
-                    "strength": c.strength,
-                    "voiced": c.voiced,
-                }
-                for cid, c in self.concerns.items()
-            },
+            "concerns": self.tracker.snapshot(),
         }
 
     # -- dynamics ------------------------------------------------------------------------------
 
-    def _situational_score(self, p: Perception) -> float:
-        """How specifically a turn speaks to this user's own situation (0 when it does not).
-
-        The similarity to the user's situation counts only when it beats the closest other
-        situation of the card by ``situation_margin`` and the user has told its story:
-        reciting someone else's story, or a line that fits every story, meets nothing.
-        """
-        if self._situation is None or not self.disclosed:
-            return 0.0
-        encoder = self.analyzer.encoder
-        # The whole turn or any one of its sentences: a reflection inside a longer reply
-        # still speaks to the story.
-        rows = [p.embedding]
-        if p.sentence_embeddings is not None and len(p.sentence_embeddings) > 1:
-            rows.extend(p.sentence_embeddings)
-        best = 0.0
-        for row in rows:
-            own = float(on_reference_scale(encoder, float(self._situation @ row)))
-            other = float((self._other_situations @ row).max(initial=-1.0))
-            other = float(on_reference_scale(encoder, other))
-            if own - other >= self.preset.situation_margin:
-                best = max(best, own)
-        return best
-
     def _perceive(self, text: str) -> tuple[Perception, list[str], bool, bool]:
         """Applies one system utterance to the state; returns what moved."""
-        p = self.analyzer.perceive(text)
-        if not p.empty:
-            specific = None
-            for cid in p.unlock:
-                bonus = self.card.concern(cid).situational
-                if bonus is not None:
-                    # Situational concerns are met only by this user's story (the card's
-                    # prototypes tell other people's stories).
-                    if specific is None:
-                        specific = self._situational_score(p)
-                    p.unlock[cid] = specific + bonus if specific > 0 else 0.0
+        p = self.perception.perceive(text, self.tracker.disclosed)
         preset = self.preset
         events: list[str] = []
         repetition = False
@@ -273,7 +225,10 @@ class CognitiveUser(ReplyWording):
             blocks = min(3.0, p.words / preset.long_turn_words - 1.0)
             self.affect -= preset.long_turn_penalty * blocks
             events.append("long_turn")
-        reasoned = self._credit(p, events, repetition, pushy)
+        reasoned, costs = self.tracker.credit(p, events, repetition, pushy)
+        for affect_lost, mood_lost in costs:
+            self.affect -= affect_lost
+            self.mood -= mood_lost
         # "No pressure, but would you ...?" right after a no is still asking again: only a
         # reason on something else makes a new ask fair.
         new_reason = any(e.startswith("addressed:") and e != "addressed:pressure" for e in events)
@@ -289,9 +244,8 @@ class CognitiveUser(ReplyWording):
             self.refused_ask = False  # a reason since the no: asking again is fair
         if not p.ask and not reasoned and p.act("farewell") >= 0.5:
             events.append("farewell")
-        if pressure and "pressure" in self.concerns:
-            c = self.concerns["pressure"]
-            c.progress = max(0.0, c.progress - 1.0)
+        if pressure:
+            self.tracker.set_back("pressure")
         self.affect = float(np.clip(self.affect, -0.6, 0.2))
         self.mood = float(np.clip(self.mood, -1.0, 1.0))
         if reasoned:
@@ -299,91 +253,6 @@ class CognitiveUser(ReplyWording):
             self.mood = min(1.0, self.mood + 0.05)
         self.drift += preset.drift
         return p, events, repetition, reasoned
-
-    def _credit(self, p: Perception, events: list[str], repetition: bool, pressure: bool) -> bool:
-        """Credits the concerns a turn addresses; returns whether it gave this user a reason.
-
-        A turn has one unit of credit. It goes to the topic of the card's concern library the
-        turn is closest to in meaning, split evenly when several topics score within
-        ``topic_margin`` of the best (covering topics blindly dilutes every one of them and
-        costs affect). A concern this user has voiced takes the full share; one it holds but
-        has not voiced takes ``proactive_credit`` of it; a concern it does not hold takes
-        nothing. Situational concerns are one topic — this user's story — whose share goes to
-        the strongest of them still unmet; once the user has told its story they count as
-        voiced.
-        """
-        preset = self.preset
-        excess = touch_excess(p, preset, self.card)
-        touched = [cid for cid, value in excess.items() if value >= 0.0]
-        situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
-        if touched:
-            # The situational concerns are one topic (this user's story): the margin is
-            # measured from the topic's best, not concern by concern.
-            story = max((excess[cid] for cid in situational), default=-1.0)
-            best = max(excess[cid] for cid in touched)
-            touched = [
-                cid
-                for cid in touched
-                if (story if cid in situational else excess[cid]) >= best - preset.topic_margin
-            ]
-            situational = [cid for cid in situational if cid in touched]
-        topics = [cid for cid in touched if cid not in situational]
-        if situational:
-            held = [cid for cid in self.concerns if cid in situational]
-            unmet = [cid for cid in held if self.concerns[cid].status != RESOLVED]
-            topics.append((unmet or held or situational)[0])
-        if len(topics) > 1:
-            self.affect -= preset.multi_topic_penalty * (len(topics) - 1)
-            events.append("multi_topic")
-        share = 1.0 / len(topics) if topics else 0.0
-        reasoned = False
-        for cid, c in self.concerns.items():
-            if cid in topics and not repetition and c.status != RESOLVED:
-                if cid == "pressure" and pressure:
-                    continue
-                voiced = c.voiced or (cid in situational and self.disclosed)
-                c.progress += share * (1.0 if voiced else preset.proactive_credit)
-                reasoned = True
-                events.append(f"addressed:{cid}")
-                if not voiced:
-                    events.append(f"proactive:{cid}")
-            elif (
-                cid not in touched
-                and p.anti[cid] >= preset.anti_threshold
-                and p.anti[cid] > p.unlock[cid]
-            ):
-                c.progress = max(0.0, c.progress - 1.0)
-                self.affect -= preset.anti_penalty
-                self.mood -= 0.1
-                events.append(f"anti:{cid}")
-        return reasoned
-
-    def _nothing_blocks(self) -> bool:
-        """Every blocking concern is resolved (or none blocked): no reason left to refuse."""
-        return not self._blocking()
-
-    def _hear_voiced(self, user_text: str) -> None:
-        """Marks the concerns an external reply voices (its sentences close to a voice line).
-
-        The simulator's own replies mark what they voice as they word it; a reply written by
-        an external user policy voices a concern when one of its sentences is at least
-        ``VOICE_MATCH`` similar to one of that concern's card ``voice`` lines.
-        """
-        held = [cid for cid in self.concerns if self.card.concern(cid).voice]
-        sentences = [t for t in re.split(r"(?<=[.!?])\s+", user_text) if re.search(r"\w", t)]
-        if not held or not sentences:
-            return
-        lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
-        encoder = self.analyzer.encoder
-        sims = on_reference_scale(
-            encoder,
-            np.asarray(encoder.encode(sentences))
-            @ np.asarray(encoder.encode([line for _, line in lines])).T,
-        )
-        for column, (cid, _) in enumerate(lines):
-            if float(sims[:, column].max()) >= VOICE_MATCH:
-                self.concerns[cid].voiced = True
-                self.disclosed = True
 
     def _decide(
         self,
@@ -393,11 +262,7 @@ class CognitiveUser(ReplyWording):
         previous: str | None = None,
         concede: bool = True,
     ) -> tuple[str, bool]:
-        """The decision rule; returns (stance, justified).
-
-        The user decides when asked (``decision_trigger = "ask"``) or, for tasks whose outcome
-        is the user's own state (``"any"``: feeling heard), on every on-topic turn. A user
-        with no blocking concern left does not refuse (a refusal then would be blind).
+        """Counts an ask, then asks the decision rule for (stance, justified).
 
         Args:
             p: The perceived system turn.
@@ -405,71 +270,25 @@ class CognitiveUser(ReplyWording):
             hurt: The turn pressured or hit an anti-pattern.
             previous: The stance to start from (default: the user's current decision; the
                 rational reference starts from the rational user's own previous stance).
-            concede: Allow the soft preset's unreasoned concessions (never for the rational
-                reference).
+            concede: Allow the soft preset's unreasoned concessions.
         """
-        stance, justified = self._decide_stance(
-            p, reasoned, hurt, self.decision if previous is None else previous, concede
+        self.asks += int(p.ask)
+        context = DecisionContext(
+            willingness=self.willingness,
+            drift=self.drift,
+            blocking=tuple(self.tracker.blocking()),
+            helped=self.tracker.helped(),
+            disclosed=self.tracker.disclosed,
+            asks=self.asks,
+            exchange=self.exchange,
         )
-        if stance == "refused" and self._nothing_blocks():
-            return "positive", True
-        return stance, justified
-
-    def _decide_stance(
-        self, p: Perception, reasoned: bool, hurt: bool, previous: str, concede: bool
-    ) -> tuple[str, bool]:
-        preset = self.preset
-        w = self.willingness
-        blocking = self._blocking()
-        deciding = p.ask or (
-            self.card.decision_trigger == "any" and not (p.empty or p.off_topic or hurt)
-        )
-        if deciding:
-            self.asks += int(p.ask)
-            ready = w >= preset.accept_threshold and (not blocking or not preset.require_resolved)
-            if self.card.decision_trigger == "any" and (blocking or not self._helped()):
-                # The outcome is the user's own state: nothing said yet could have helped it,
-                # or a need it still feels (more to share, not yet heard) is unmet — even an
-                # easily satisfied (soft) user does not call that resolved. Its bias shows in
-                # the concessions below instead.
-                ready = False
-            if ready:
-                # Justified only when no blocking concern is left and the willingness was
-                # earned by reasons, not by the soft drift.
-                earned = w - self.drift >= preset.accept_threshold - 0.1
-                return "agree", not blocking and earned
-            tries = self.asks if p.ask else self.exchange
-            chance = preset.concede_prob + preset.concede_growth * (tries - 1)
-            # Nobody feels better about a problem it has not spoken about yet.
-            unspoken = self.card.decision_trigger == "any" and not self.disclosed
-            if concede and chance > 0 and not unspoken and self._rng.random() < chance:
-                return "agree", False
-            if w >= preset.accept_threshold - 0.15 and not blocking:
-                return "positive", reasoned or previous in ("positive", "agree")
-            if p.ask:
-                return "refused", True
-        if hurt and w < 0.35:
-            return "refused", True  # an anti-pattern or pressure leaves the user worse off
-        if reasoned:
-            stance = "positive" if w >= 0.4 else "neutral"
-        elif previous == "refused":
-            stance = "refused"
-        else:
-            stance = "positive" if w >= 0.45 else "neutral"
-        if stance == "positive" and self._blocking() and not self._helped():
-            # Leaning towards the goal (ESConv's "somewhat better") is a response to being
-            # helped: before the user has said anything, or while none of its needs is met, a
-            # reasoned turn leaves it neutral.
-            stance = "neutral"
-        # Warming up from neutral to open is not a concession; swinging from a refusal to
-        # leaning towards giving without any reason is.
-        swing = previous == "refused" and _RANK[stance] >= _RANK["positive"]
-        return stance, reasoned or not swing
+        start = self.decision if previous is None else previous
+        return self.decider.decide(p, reasoned, hurt, start, context, self._rng, concede)
 
     def _compose_bdi(self) -> BDI:
         mind = self.card.mind
         w = self.willingness
-        top = self._top_concern()
+        top = self.tracker.top()
         resolved = [cid for cid, c in self.concerns.items() if c.status == RESOLVED]
         if top is None:
             belief = self.card.target.belief
@@ -491,7 +310,7 @@ class CognitiveUser(ReplyWording):
         # users/latent_state.py): resolved concerns move most of each, rapport and mood a
         # little, the stance moves c (commitment: a refusal lowers it until the concerns
         # behind it are resolved), and only agreement reaches the target.
-        solved = self._resolution()
+        solved = self.tracker.resolution()
         rapport = min(self.rapport_turns, 2) / 2
         fractions = (
             0.6 * solved + 0.1 * rapport + 0.2 * self.mood,
@@ -515,8 +334,8 @@ class CognitiveUser(ReplyWording):
     def respond(self, system_text: str) -> UserTurn:
         """Perceives the system turn, decides, and replies in the persona's style."""
         self.exchange += 1
-        self.voiced_now = []
-        before = {cid for cid, c in self.concerns.items() if c.status == RESOLVED}
+        self.tracker.voiced_now = []
+        before = self.tracker.resolved()
         p, events, repetition, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
         stance, justified = self._decide(p, reasoned, hurt)
@@ -525,13 +344,10 @@ class CognitiveUser(ReplyWording):
             self.refused_ask = True
         if justified:
             self.rational_decision = stance  # an unreasoned concession is not the rational path
-        text = self._realize(p, events, stance, repetition)
-        events += [f"voiced:{cid}" for cid in dict.fromkeys(self.voiced_now)]
-        events += [
-            f"resolved:{cid}"
-            for cid, c in self.concerns.items()
-            if c.status == RESOLVED and cid not in before
-        ]
+        text = self.wording.reply(p, events, stance, repetition, self.exchange, self.asks)
+        events += [f"voiced:{cid}" for cid in dict.fromkeys(self.tracker.voiced_now)]
+        resolved = self.tracker.resolved() - before
+        events += [f"resolved:{cid}" for cid in self.concerns if cid in resolved]
         self._state = self._compose_bdi()
         return UserTurn(text, stance, self._state, justified, tuple(events))
 
@@ -559,13 +375,13 @@ class CognitiveUser(ReplyWording):
         rational, justified = self._decide(
             p, reasoned, hurt, previous=self.rational_decision, concede=False
         )
-        if rational == "neutral" and self._nothing_blocks():  # _decide never refuses then
+        if rational == "neutral" and not self._blocking():  # _decide never refuses then
             rational = "positive"
         self.rational_decision = rational
         reference = rational
         if rational == "neutral" and not reasoned and self._blocking():
             reference = "refused"
-        self._hear_voiced(user_text)
+        self.tracker.hear_voiced(user_text, self.analyzer.encoder)
         stated = _stated_stance(user_text, self.card)
         self.decision = stated
         if re.search(r"\w", user_text):
@@ -573,3 +389,14 @@ class CognitiveUser(ReplyWording):
         self._state = self._compose_bdi()
         events = [*events, "external_reply"]
         return UserTurn(user_text, stated, self._state, justified, tuple(events), reference)
+
+    def realize_act(self, act: str, system_text: str = "") -> str:
+        """Words a response act an external user policy chose, in this persona's style.
+
+        See :meth:`~dialogue_gym.users.wording.TemplateWording.realize_act`; the mind is not
+        updated (pass the text as the user's action and the env's ``observe`` does that).
+
+        Raises:
+            ValueError: Unknown act.
+        """
+        return self.wording.realize_act(act, system_text, self.exchange)

@@ -1,7 +1,10 @@
 """Concern tracking of the embedded users: what each concern's state is, and what a turn touches.
 
 :class:`ConcernState` is one latent concern of a persona (its strength, the addressing turns it
-needs, the credit it has had, whether the user has voiced it). :func:`touch_excess` says how far
+needs, the credit it has had, whether the user has voiced it); :class:`ConcernTracker` holds a
+persona's concerns for an episode — it credits the turns that address them, remembers what
+the user voiced and what was resolved (a resolved concern stays resolved, partial credit
+persists), and answers what still blocks the user. :func:`touch_excess` says how far
 a perceived turn goes past the line at which it counts as addressing each concern: by closeness
 to the concern's meaning on the cosine scale (the card's description and prototypes, with its
 cues), or by the sentence-level meaning reader's probability
@@ -11,12 +14,17 @@ cues), or by the sentence-level meaning reader's probability
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+import re
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from dialogue_gym.cards import TaskCard
-    from dialogue_gym.users.analysis import Perception
-    from dialogue_gym.users.presets import UserPreset
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.cosine_scale import on_reference_scale
+from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.users.analysis import Perception
+from dialogue_gym.users.persona import Persona
+from dialogue_gym.users.presets import UserPreset
 
 UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 
@@ -67,3 +75,260 @@ def touch_excess(p: Perception, preset: UserPreset, card: TaskCard) -> dict[str,
             excess = max(excess, by_meaning)
         out[cid] = excess
     return out
+
+
+VOICE_MATCH = 0.8
+"""Similarity at which an external reply's sentence voices a concern (a close paraphrase)."""
+
+Cost = tuple[float, float]
+"""What a turn costs the user's feelings: (affect lost, mood lost), applied in order."""
+
+
+class ConcernTracking(Protocol):
+    """The concern state of a simulated user over an episode (see :class:`ConcernTracker`)."""
+
+    states: dict[str, ConcernState]
+    disclosed: bool
+    voiced_now: list[str]
+
+    def begin(self, persona: Persona) -> None:
+        """Starts an episode with ``persona``'s concerns, none addressed or voiced."""
+        ...
+
+    def credit(
+        self, p: Perception, events: list[str], repetition: bool, pressure: bool
+    ) -> tuple[bool, list[Cost]]:
+        """Credits what a turn addresses; returns (it gave a reason, its costs)."""
+        ...
+
+    def voice(self, concern_id: str) -> bool:
+        """Marks ``concern_id`` voiced now; returns whether it was partly answered before."""
+        ...
+
+    def top(self, unvoiced_only: bool = False) -> str | None:
+        """The strongest concern not resolved (not voiced yet, with ``unvoiced_only``)."""
+        ...
+
+    def blocking(self) -> list[str]:
+        """The unresolved concerns that still block agreement."""
+        ...
+
+    def resolved(self) -> set[str]:
+        """The ids of the resolved concerns."""
+        ...
+
+    def resolution(self) -> float:
+        """The strength-weighted share of the way the concerns have been addressed."""
+        ...
+
+    def solving_rate(self) -> float:
+        """The share of the concerns that are resolved."""
+        ...
+
+    def helped(self) -> bool:
+        """The user has disclosed something and one of its needs is met."""
+        ...
+
+    def set_back(self, concern_id: str) -> None:
+        """Takes one unit of credit back from ``concern_id``."""
+        ...
+
+    def hear_voiced(self, user_text: str, encoder: Encoder) -> None:
+        """Marks the concerns a reply written outside the simulator voices."""
+        ...
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every concern's state, for privileged views."""
+        ...
+
+
+class ConcernTracker:
+    """A persona's concerns over an episode: credit, voicing and what still blocks.
+
+    Args:
+        card: The task card (the concern library).
+        preset: The user preset (thresholds, margins, proactive credit, blocking cutoff).
+    """
+
+    def __init__(self, card: TaskCard, preset: UserPreset) -> None:
+        self.card = card
+        self.preset = preset
+        self.states: dict[str, ConcernState] = {}
+        # Whether the user has told the system anything about itself yet (a concern, its
+        # situation): before that nothing the system says can be a response to this user.
+        self.disclosed = False
+        self.voiced_now: list[str] = []  # the concerns the current reply voices
+
+    def begin(self, persona: Persona) -> None:
+        """Starts an episode with ``persona``'s concerns (strongest first), none addressed."""
+        self.states = {}
+        for concern_id, strength in persona.concerns:
+            base = self.card.concern(concern_id).resistance
+            extra = int(strength >= self.preset.extra_resistance_strength)
+            self.states[concern_id] = ConcernState(strength=strength, needed=base + extra)
+        self.disclosed = False
+        self.voiced_now = []
+
+    def resolved(self) -> set[str]:
+        """The ids of the resolved concerns."""
+        return {cid for cid, c in self.states.items() if c.status == RESOLVED}
+
+    def resolution(self) -> float:
+        """The strength-weighted share of the way the concerns have been addressed."""
+        if not self.states:
+            return 1.0
+        total = sum(c.strength for c in self.states.values()) or 1.0
+        solved = sum(c.strength * min(c.progress / c.needed, 1.0) for c in self.states.values())
+        return solved / total
+
+    def solving_rate(self) -> float:
+        """CSR: the share of the concerns that are resolved."""
+        if not self.states:
+            return 1.0
+        return sum(c.status == RESOLVED for c in self.states.values()) / len(self.states)
+
+    def helped(self) -> bool:
+        """The user has disclosed something and one of its needs is met (or it has none)."""
+        if not self.disclosed:
+            return False
+        return not self.states or any(c.status == RESOLVED for c in self.states.values())
+
+    def blocking(self) -> list[str]:
+        """The unresolved concerns strong enough (× the card's weight) to block agreement."""
+        return [
+            cid
+            for cid, c in self.states.items()
+            if c.status != RESOLVED
+            and c.strength * self.card.concern(cid).blocking_weight >= self.preset.blocking_cutoff
+        ]
+
+    def top(self, unvoiced_only: bool = False) -> str | None:
+        """The strongest concern not resolved (and not voiced yet, with ``unvoiced_only``)."""
+        for cid, c in self.states.items():  # strongest first
+            if c.status != RESOLVED and not (unvoiced_only and c.voiced):
+                return cid
+        return None
+
+    def voice(self, concern_id: str) -> bool:
+        """Marks ``concern_id`` voiced by the current reply.
+
+        Returns:
+            Whether it had been voiced and partly answered before: the reply then reacts to
+            the answer instead of asking afresh.
+        """
+        state = self.states[concern_id]
+        answered = state.progress > 1e-9 and state.voiced
+        state.voiced = True
+        self.disclosed = True
+        self.voiced_now.append(concern_id)
+        return answered
+
+    def credit(
+        self, p: Perception, events: list[str], repetition: bool, pressure: bool
+    ) -> tuple[bool, list[Cost]]:
+        """Credits the concerns a turn addresses.
+
+        A turn has one unit of credit. It goes to the topic of the card's concern library the
+        turn is closest to in meaning, split evenly when several topics score within
+        ``topic_margin`` of the best (covering topics blindly dilutes every one of them and
+        costs affect). A concern this user has voiced takes the full share; one it holds but
+        has not voiced takes ``proactive_credit`` of it; a concern it does not hold takes
+        nothing. Situational concerns are one topic — this user's story — whose share goes to
+        the strongest of them still unmet; once the user has told its story they count as
+        voiced. A turn that hits a concern's anti-patterns takes its credit back.
+
+        Args:
+            p: The perceived turn.
+            events: The turn's events so far (``addressed:<id>``, ``anti:<id>`` ... added).
+            repetition: The turn repeats an earlier one (it credits nothing).
+            pressure: The turn pressures (it does not count as easing a ``pressure`` concern).
+
+        Returns:
+            Whether the turn gave this user a reason, and what it cost the user's feelings.
+        """
+        preset = self.preset
+        costs: list[Cost] = []
+        excess = touch_excess(p, preset, self.card)
+        touched = [cid for cid, value in excess.items() if value >= 0.0]
+        situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
+        if touched:
+            # The situational concerns are one topic (this user's story): the margin is
+            # measured from the topic's best, not concern by concern.
+            story = max((excess[cid] for cid in situational), default=-1.0)
+            best = max(excess[cid] for cid in touched)
+            touched = [
+                cid
+                for cid in touched
+                if (story if cid in situational else excess[cid]) >= best - preset.topic_margin
+            ]
+            situational = [cid for cid in situational if cid in touched]
+        topics = [cid for cid in touched if cid not in situational]
+        if situational:
+            held = [cid for cid in self.states if cid in situational]
+            unmet = [cid for cid in held if self.states[cid].status != RESOLVED]
+            topics.append((unmet or held or situational)[0])
+        if len(topics) > 1:
+            costs.append((preset.multi_topic_penalty * (len(topics) - 1), 0.0))
+            events.append("multi_topic")
+        share = 1.0 / len(topics) if topics else 0.0
+        reasoned = False
+        for cid, c in self.states.items():
+            if cid in topics and not repetition and c.status != RESOLVED:
+                if cid == "pressure" and pressure:
+                    continue
+                voiced = c.voiced or (cid in situational and self.disclosed)
+                c.progress += share * (1.0 if voiced else preset.proactive_credit)
+                reasoned = True
+                events.append(f"addressed:{cid}")
+                if not voiced:
+                    events.append(f"proactive:{cid}")
+            elif (
+                cid not in touched
+                and p.anti[cid] >= preset.anti_threshold
+                and p.anti[cid] > p.unlock[cid]
+            ):
+                c.progress = max(0.0, c.progress - 1.0)
+                costs.append((preset.anti_penalty, 0.1))
+                events.append(f"anti:{cid}")
+        return reasoned, costs
+
+    def set_back(self, concern_id: str) -> None:
+        """Takes one unit of credit back from ``concern_id`` (if the user holds it)."""
+        if concern_id in self.states:
+            state = self.states[concern_id]
+            state.progress = max(0.0, state.progress - 1.0)
+
+    def hear_voiced(self, user_text: str, encoder: Encoder) -> None:
+        """Marks the concerns an external reply voices (its sentences close to a voice line).
+
+        The simulator's own replies mark what they voice as they word it; a reply written by
+        an external user policy voices a concern when one of its sentences is at least
+        :data:`VOICE_MATCH` similar to one of that concern's card ``voice`` lines.
+        """
+        held = [cid for cid in self.states if self.card.concern(cid).voice]
+        sentences = [t for t in re.split(r"(?<=[.!?])\s+", user_text) if re.search(r"\w", t)]
+        if not held or not sentences:
+            return
+        lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
+        sims = on_reference_scale(
+            encoder,
+            np.asarray(encoder.encode(sentences))
+            @ np.asarray(encoder.encode([line for _, line in lines])).T,
+        )
+        for column, (cid, _) in enumerate(lines):
+            if float(sims[:, column].max()) >= VOICE_MATCH:
+                self.states[cid].voiced = True
+                self.disclosed = True
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every concern's status, credit, need, strength and voicing (privileged views)."""
+        return {
+            cid: {
+                "status": c.status,
+                "progress": c.progress,
+                "needed": c.needed,
+                "strength": c.strength,
+                "voiced": c.voiced,
+            }
+            for cid, c in self.states.items()
+        }

@@ -34,7 +34,9 @@ from dialogue_gym.users import build_user
 from dialogue_gym.users.analysis import Perception
 from dialogue_gym.users.base import UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import CognitiveUser, UserPreset
+from dialogue_gym.users.concerns import ConcernTracking
 from dialogue_gym.users.persona import Persona
+from dialogue_gym.users.wording import TemplateWording
 
 if TYPE_CHECKING:
     from dialogue_gym.backends import Backend
@@ -116,6 +118,58 @@ class LLMRealizer:
         return text
 
 
+class LLMWording:
+    """A :class:`~dialogue_gym.users.wording.ReplyWriter`: the template reply, reworded by an LLM.
+
+    The inner template wording drafts the reply (same template draws as the embedded user);
+    the realizer rewords the draft with the decided stance in the persona's style. An unusable
+    output keeps the draft and adds ``"fallback:realizer"`` to the turn's events.
+
+    Args:
+        inner: The template wording that drafts.
+        realizer: The LLM realizer.
+        transcript: The episode's transcript so far (the user's list, read at each reply).
+    """
+
+    def __init__(
+        self,
+        inner: TemplateWording,
+        realizer: LLMRealizer,
+        transcript: list[tuple[str, str]],
+    ) -> None:
+        self.inner = inner
+        self.realizer = realizer
+        self.transcript = transcript
+
+    def begin(
+        self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
+    ) -> None:
+        """Starts an episode (the inner wording's)."""
+        self.inner.begin(persona, style, rng, tracker)
+
+    def reply(
+        self,
+        p: Perception,
+        events: list[str],
+        stance: str,
+        repetition: bool,
+        exchange: int,
+        asks: int,
+    ) -> str:
+        """The drafted reply reworded by the LLM (the draft when its output is unusable)."""
+        draft = self.inner.reply(p, events, stance, repetition, exchange, asks)
+        style, profile = style_text(self.inner.style), self.inner.persona.profile()
+        text = self.realizer.realize(self.transcript, stance, draft, style, profile)
+        if text is None:
+            events.append(FALLBACK_REALIZER)
+            return draft
+        return text
+
+    def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
+        """Words an external policy's act with the templates (no LLM: the act is the text)."""
+        return self.inner.realize_act(act, system_text, exchange)
+
+
 class LLMRealizedUser(CognitiveUser):
     """A :class:`CognitiveUser` whose replies are worded by an LLM (see the module docstring).
 
@@ -152,10 +206,12 @@ class LLMRealizedUser(CognitiveUser):
         self.realizer = realizer
         self._transcript: list[tuple[str, str]] = []
         super().__init__(card, encoder, preset=preset, personas=personas)
+        self.wording = LLMWording(TemplateWording(card, self.analyzer), realizer, self._transcript)
+        self.wording.begin(self.persona, self.style, self._rng, self.tracker)
 
     def reset(self, rng: np.random.Generator) -> BDI:
         """See :meth:`CognitiveUser.reset`; also forgets the transcript."""
-        self._transcript = []
+        self._transcript.clear()  # the wording holds the same list
         return super().reset(rng)
 
     def respond(self, system_text: str) -> UserTurn:
@@ -180,16 +236,6 @@ class LLMRealizedUser(CognitiveUser):
             if self.persona.facts.get(fact):
                 info[fact] = self.persona.facts[fact]
         return info
-
-    def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
-        draft = super()._realize(p, events, stance, repetition)
-        text = self.realizer.realize(
-            self._transcript, stance, draft, style_text(self.style), self.profile()
-        )
-        if text is None:
-            events.append(FALLBACK_REALIZER)
-            return draft
-        return text
 
 
 class LLMUser:

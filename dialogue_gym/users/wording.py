@@ -1,28 +1,33 @@
 """How the embedded cognitive user words its replies: the card's reply templates, in style.
 
-:class:`ReplyWording` is the realization half of
-:class:`~dialogue_gym.users.cognitive.CognitiveUser`: it picks a reply template for what the
-user perceived and decided (an acknowledgement of the concern a turn addressed, a concern
-voiced when asked, the stance on an ask), fills the persona's facts, and adds the persona's
-opener, closer and casing. :meth:`ReplyWording.realize_act` words an act an external user
-policy chose (:data:`USER_ACTS`).
+:class:`TemplateWording` is the wording component of
+:class:`~dialogue_gym.users.cognitive.CognitiveUser` (a :class:`ReplyWriter`): it picks a reply
+template for what the user perceived and decided (an acknowledgement of the concern a turn
+addressed, a concern voiced when asked — or a reaction to the answer once it was partly
+answered —, the stance on an ask, a goodbye to a goodbye), fills the persona's facts, adds the
+persona's opener, closer and casing, and never says the same reply twice in an episode.
+:meth:`TemplateWording.realize_act` words an act an external user policy chose
+(:data:`USER_ACTS`). It reads the concern state through the user's
+:class:`~dialogue_gym.users.concerns.ConcernTracker` and changes only what a reply says
+(which concerns it voiced).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 import numpy as np
 
 from dialogue_gym.cards import Style, TaskCard
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
-from dialogue_gym.users.concerns import RESOLVED, ConcernState
+from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.persona import Persona
 
 USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
-_FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
 """Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
+_FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
 
 
 def _stated_stance(text: str, card: TaskCard) -> str:
@@ -47,58 +52,67 @@ def pick_unused(
     return options[index]
 
 
-class ReplyWording:
-    """Reply realization for :class:`~dialogue_gym.users.cognitive.CognitiveUser` (mixin).
+class ReplyWriter(Protocol):
+    """Words the simulated user's replies (the wording component of a cognitive user)."""
 
-    The attributes below are the user's episode state, set by the simulator.
+    def begin(
+        self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
+    ) -> None:
+        """Starts an episode: the persona and style to speak in, its generator and concerns."""
+        ...
+
+    def reply(
+        self,
+        p: Perception,
+        events: list[str],
+        stance: str,
+        repetition: bool,
+        exchange: int,
+        asks: int,
+    ) -> str:
+        """The reply to a perceived turn, given the events it caused and the stance decided."""
+        ...
+
+    def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
+        """Words an act an external user policy chose (:data:`USER_ACTS`)."""
+        ...
+
+
+class TemplateWording:
+    """The card's reply templates in the persona's style (see the module docstring).
+
+    Args:
+        card: The task card (reply templates, concern voice and acknowledgement lines).
+        analyzer: How the user perceives a turn (:meth:`realize_act` reads the system turn).
     """
 
-    card: TaskCard
-    analyzer: UtteranceAnalyzer
-    persona: Persona
-    style: Style
-    concerns: dict[str, ConcernState]
-    used: set[str]
-    disclosed: bool
-    exchange: int
-    asks: int
-    voiced_now: list[str]  # the concerns this reply voices (events ``voiced:<id>``)
-    replied: list[str]  # this episode's replies so far (no reply is said twice)
-    _rng: np.random.Generator
+    def __init__(self, card: TaskCard, analyzer: UtteranceAnalyzer) -> None:
+        self.card = card
+        self.analyzer = analyzer
+        self.used: set[str] = set()
+        self.replied: list[str] = []  # this episode's replies so far (none is said twice)
 
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
-        return pick_unused(self._rng, self.used, key, options)
+    def begin(
+        self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
+    ) -> None:
+        """Starts an episode (see :class:`ReplyWriter`)."""
+        self.persona = persona
+        self.style = style
+        self._rng = rng
+        self.tracker = tracker
+        self.used = set()
+        self.replied = []
 
-    def _voice(self, cid: str) -> str:
-        """Words concern ``cid``: its voice line, or a reaction once it was partly answered.
-
-        Asking afresh after an answer would ignore what the system said.
-        """
-        state = self.concerns[cid]
-        concern = self.card.concern(cid)
-        answered = state.progress > 1e-9 and state.voiced and concern.ack_partial
-        state.voiced = True
-        self.disclosed = True
-        self.voiced_now.append(cid)
-        if answered:
-            return self._pick(f"partial:{cid}", concern.ack_partial)
-        return self._pick(f"voice:{cid}", concern.voice)
-
-    def _top_concern(self, unvoiced_only: bool = False) -> str | None:
-        for cid, c in self.concerns.items():  # strongest first
-            if c.status != RESOLVED and not (unvoiced_only and c.voiced):
-                return cid
-        return None
-
-    def _fill(self, template: str) -> str:
-        """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
-        values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
-        values.update(self.persona.facts)
-        if "{situation}" in template:
-            self.disclosed = True  # the user has told its story
-        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
-
-    def _realize(self, p: Perception, events: list[str], stance: str, repetition: bool) -> str:
+    def reply(
+        self,
+        p: Perception,
+        events: list[str],
+        stance: str,
+        repetition: bool,
+        exchange: int,
+        asks: int,
+    ) -> str:
+        """The reply (see :class:`ReplyWriter`); may add ``probed:<id>`` to ``events``."""
         replies = self.card.replies
         parts: list[str] = []
         keys: list[str] = []
@@ -111,7 +125,7 @@ class ReplyWording:
             concern = self._top_concern()
             voice = ""
             if "{concern_voice}" in template and concern:
-                if key == "inquiry_concern" and not self.concerns[concern].voiced:
+                if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
                     events.append(f"probed:{concern}")  # an open question drew it out
                 voice = self._voice(concern)
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
@@ -125,7 +139,7 @@ class ReplyWording:
                 if event.startswith("addressed:"):
                     cid = event.split(":", 1)[1]
                     concern = self.card.concern(cid)
-                    done = self.concerns[cid].status == RESOLVED
+                    done = self.tracker.states[cid].status == RESOLVED
                     key, options = (
                         ("resolved", concern.ack_resolved)
                         if done
@@ -141,7 +155,7 @@ class ReplyWording:
                     say("agree")
                 elif stance == "positive":
                     say("positive")
-                elif "pressure" in events and self.asks > 1:
+                elif "pressure" in events and asks > 1:
                     say("pushback")
                 elif self._top_concern() is not None:
                     say("refuse_concern")
@@ -151,13 +165,13 @@ class ReplyWording:
                 say("agree")  # decided without being asked (decision_trigger = "any")
             elif "farewell" in events and not parts:
                 say("farewell")  # the system is backing off: the user closes, not "go on"
-            elif p.greeting and self.exchange <= 1 and not parts:
+            elif p.greeting and exchange <= 1 and not parts:
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
                 if self._top_concern(unvoiced_only=True) is not None:
                     say("inquiry_concern")
                 else:
-                    say("greeting" if p.greeting and self.exchange <= 1 else "inquiry_open")
+                    say("greeting" if p.greeting and exchange <= 1 else "inquiry_open")
             elif p.greeting and not parts:
                 say("greeting")
             elif stance == "refused" and any(e.startswith("anti:") for e in events):
@@ -165,6 +179,31 @@ class ReplyWording:
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
+
+    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        return pick_unused(self._rng, self.used, key, options)
+
+    def _voice(self, cid: str) -> str:
+        """Words concern ``cid``: its voice line, or a reaction once it was partly answered.
+
+        Asking afresh after an answer would ignore what the system said.
+        """
+        concern = self.card.concern(cid)
+        answered = self.tracker.voice(cid) and concern.ack_partial
+        if answered:
+            return self._pick(f"partial:{cid}", concern.ack_partial)
+        return self._pick(f"voice:{cid}", concern.voice)
+
+    def _top_concern(self, unvoiced_only: bool = False) -> str | None:
+        return self.tracker.top(unvoiced_only)
+
+    def _fill(self, template: str) -> str:
+        """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
+        values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
+        values.update(self.persona.facts)
+        if "{situation}" in template:
+            self.tracker.disclosed = True  # the user has told its story
+        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
     def _unrepeated(self, core: str, key: str) -> str:
         """The styled reply, never word for word one this user already said this episode.
@@ -218,7 +257,7 @@ class ReplyWording:
             text = text.rstrip() + self._pick("closer", self.style.closers)
         return text.lower() if self.style.lowercase else text
 
-    def realize_act(self, act: str, system_text: str = "") -> str:
+    def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
         """Words a response act chosen by an external user policy, in this persona's style.
 
         The seam for strategy-level user policies (the user seat external): the policy picks
@@ -233,6 +272,7 @@ class ReplyWording:
         Args:
             act: One of :data:`USER_ACTS`.
             system_text: The system utterance being answered.
+            exchange: Exchanges played so far (a greeting is answered as such at the start).
 
         Raises:
             ValueError: Unknown act.
@@ -250,7 +290,7 @@ class ReplyWording:
             key = "positive" if act == "warm" else "agree"
         elif p.empty or p.off_topic:
             key = "empty" if p.empty else "offtopic"
-        elif p.greeting and self.exchange == 0:
+        elif p.greeting and exchange == 0:
             key = "greeting"
         else:
             key = "inquiry_open" if p.question else "neutral"

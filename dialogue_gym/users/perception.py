@@ -1,0 +1,115 @@
+"""Perception of the embedded users: what one system turn means to *this* user.
+
+:class:`UserPerception` is the perception component of
+:class:`~dialogue_gym.users.cognitive.CognitiveUser` (a :class:`TurnPerceiver`). It reads a turn
+with the card's :class:`~dialogue_gym.users.analysis.UtteranceAnalyzer` (prototype closeness,
+cues, the sentence-level meaning reader) and then scores the card's *situational* concerns
+against this persona's own story: those are met only by a turn (or one of its sentences) that
+speaks to the user's situation more closely than to any other situation the card's personas
+can have, once the user has told it. Reciting someone else's story, or a line that fits every
+story, meets nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.cosine_scale import on_reference_scale
+from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.persona import Persona
+from dialogue_gym.users.presets import UserPreset
+
+__all__ = ["TurnPerceiver", "UserPerception"]
+
+
+class TurnPerceiver(Protocol):
+    """Reads what a system turn means to the current user."""
+
+    @property
+    def encoder(self) -> Encoder:
+        """The sentence encoder the user perceives with."""
+        ...
+
+    def begin(self, persona: Persona, concern_ids: tuple[str, ...]) -> None:
+        """Starts an episode with ``persona`` (holding ``concern_ids``)."""
+        ...
+
+    def perceive(self, text: str, disclosed: bool) -> Perception:
+        """The perception of ``text``; ``disclosed``: the user has told its story."""
+        ...
+
+
+class UserPerception:
+    """The card's analyzer plus this persona's situation (see the module docstring).
+
+    Args:
+        card: The task card.
+        analyzer: The card's utterance analyzer for users
+            (:meth:`~dialogue_gym.users.analysis.UtteranceAnalyzer.for_user`).
+        preset: The user preset (``situation_margin``).
+    """
+
+    def __init__(self, card: TaskCard, analyzer: UtteranceAnalyzer, preset: UserPreset) -> None:
+        self.card = card
+        self.analyzer = analyzer
+        self.preset = preset
+        self._situation: np.ndarray | None = None
+        self._other_situations = np.zeros((0, 0), dtype=np.float32)
+
+    @property
+    def encoder(self) -> Encoder:
+        """The analyzer's sentence encoder."""
+        return self.analyzer.encoder
+
+    def begin(self, persona: Persona, concern_ids: tuple[str, ...]) -> None:
+        """Encodes the persona's situation against the card's others (situational cards)."""
+        self._situation = None
+        self._other_situations = np.zeros((0, 0), dtype=np.float32)
+        situation = persona.facts.get("situation")
+        if situation and any(self.card.concern(c).situational is not None for c in concern_ids):
+            others = [s for s in self.card.personas.slots.get("situation", ()) if s != situation]
+            encoded = np.asarray(self.encoder.encode([situation, *others]))
+            self._situation, self._other_situations = encoded[0], encoded[1:]
+
+    def perceive(self, text: str, disclosed: bool) -> Perception:
+        """Reads ``text``; the situational concerns score by this user's story (0 before it)."""
+        p = self.analyzer.perceive(text)
+        if p.empty:
+            return p
+        specific = None
+        for cid in p.unlock:
+            bonus = self.card.concern(cid).situational
+            if bonus is not None:
+                # Situational concerns are met only by this user's story (the card's
+                # prototypes tell other people's stories).
+                if specific is None:
+                    specific = self.situational_score(p, disclosed)
+                p.unlock[cid] = specific + bonus if specific > 0 else 0.0
+        return p
+
+    def situational_score(self, p: Perception, disclosed: bool) -> float:
+        """How specifically a turn speaks to this user's own situation (0 when it does not).
+
+        The similarity to the user's situation counts only when it beats the closest other
+        situation of the card by ``situation_margin`` and the user has told its story.
+        """
+        if self._situation is None or not disclosed:
+            return 0.0
+        encoder = self.encoder
+        # The whole turn or any one of its sentences: a reflection inside a longer reply
+        # still speaks to the story.
+        rows = [p.embedding]
+        if p.sentence_embeddings is not None and len(p.sentence_embeddings) > 1:
+            rows.extend(p.sentence_embeddings)
+        best = 0.0
+        for row in rows:
+            own = float(on_reference_scale(encoder, float(self._situation @ row)))
+            other = float((self._other_situations @ row).max(initial=-1.0))
+            other = float(on_reference_scale(encoder, other))
+            if own - other >= self.preset.situation_margin:
+                best = max(best, own)
+        return best

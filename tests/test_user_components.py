@@ -1,0 +1,135 @@
+"""The cognitive user's components: perception, concern tracking, decision and wording.
+
+Each is a small class behind a Protocol, composed by :class:`CognitiveUser`; these tests use
+them one at a time and swap them, as a user of the library building its own user would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dialogue_gym.cards import load_card
+from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.users import CognitiveUser
+from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.concerns import PARTIAL, RESOLVED, UNRESOLVED, ConcernTracker
+from dialogue_gym.users.decision import DecisionContext, ThresholdDecision
+from dialogue_gym.users.perception import UserPerception
+from dialogue_gym.users.persona import persona_bank
+from dialogue_gym.users.presets import card_preset
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_card("p4g")
+
+
+@pytest.fixture(scope="module")
+def analyzer(card):
+    return UtteranceAnalyzer.for_user(card, make_encoder("hashing"))
+
+
+def _addressing(analyzer: UtteranceAnalyzer, concern_id: str) -> Perception:
+    """A perception that addresses ``concern_id`` alone, well past every threshold."""
+    p = analyzer.perceive("Some turn.")
+    unlock = dict.fromkeys(p.unlock, 0.0)
+    unlock[concern_id] = 1.0
+    return dataclasses.replace(p, unlock=unlock, anti=dict.fromkeys(p.anti, 0.0), meaning=None)
+
+
+def test_tracker_remembers_partial_and_resolved_progress(card, analyzer) -> None:
+    tracker = ConcernTracker(card, card_preset(card, "hard"))
+    persona = persona_bank(card)[0]
+    tracker.begin(persona)
+    cid, state = next(iter(tracker.states.items()))
+    state.needed = 2
+    assert tracker.voice(cid) is False  # voiced for the first time: not answered yet
+    events: list[str] = []
+    reasoned, costs = tracker.credit(_addressing(analyzer, cid), events, False, False)
+    assert reasoned and f"addressed:{cid}" in events and costs == []
+    assert state.status == PARTIAL
+    assert tracker.voice(cid) is True  # voiced again after a partial answer: a reaction
+    tracker.credit(_addressing(analyzer, cid), [], False, False)
+    assert state.status == RESOLVED and cid in tracker.resolved()
+    # A resolved concern stays resolved: more turns on it credit nothing and move nothing.
+    again: list[str] = []
+    assert tracker.credit(_addressing(analyzer, cid), again, False, False)[0] is False
+    assert state.status == RESOLVED and not again
+    assert tracker.top() != cid
+    # A new episode starts from nothing.
+    tracker.begin(persona)
+    assert all(s.status == UNRESOLVED and not s.voiced for s in tracker.states.values())
+    assert not tracker.disclosed
+
+
+def test_tracker_never_credits_a_repeated_turn(card, analyzer) -> None:
+    tracker = ConcernTracker(card, card_preset(card, "hard"))
+    tracker.begin(persona_bank(card)[0])
+    cid = next(iter(tracker.states))
+    assert tracker.credit(_addressing(analyzer, cid), [], True, False)[0] is False
+
+
+def _context(**changes: object) -> DecisionContext:
+    base = DecisionContext(
+        willingness=0.9, drift=0.0, blocking=(), helped=True, disclosed=True, asks=1, exchange=3
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def test_decision_refuses_an_ask_while_a_concern_blocks_and_agrees_once_none_does(
+    card, analyzer
+) -> None:
+    rule = ThresholdDecision(card, card_preset(card, "hard"))
+    ask = dataclasses.replace(analyzer.perceive("Would you donate?"), ask=True)
+    rng = np.random.default_rng(0)
+    blocked = _context(willingness=0.3, blocking=("trust",))
+    assert rule.decide(ask, False, False, "neutral", blocked, rng) == ("refused", True)
+    assert rule.decide(ask, True, False, "neutral", _context(), rng) == ("agree", True)
+    # Once nothing blocks, the rule never refuses (a refusal then would be blind).
+    low = _context(willingness=0.2)
+    assert rule.decide(ask, False, True, "refused", low, rng)[0] != "refused"
+
+
+class _AlwaysAgree:
+    def decide(self, p, reasoned, hurt, previous, context, rng, concede=True):
+        return "agree", True
+
+
+class _Echo:
+    def begin(self, persona, style, rng, tracker) -> None:
+        self.persona = persona
+
+    def reply(self, p, events, stance, repetition, exchange, asks) -> str:
+        return f"{self.persona.name} heard {p.words} words and is {stance}"
+
+    def realize_act(self, act, system_text="", exchange=0) -> str:
+        return act
+
+
+def test_cognitive_user_composes_swapped_components(card) -> None:
+    user = CognitiveUser(
+        card, make_encoder("hashing"), "hard", decision=_AlwaysAgree(), wording=_Echo()
+    )
+    user.reset(np.random.default_rng(3))
+    turn = user.respond("Hello there, how are you today?")
+    assert turn.decision == "agree" and user.decision == "agree"
+    assert turn.text == f"{user.persona.name} heard 6 words and is agree"
+    assert user.realize_act("warm") == "warm"
+
+
+def test_perception_scores_situational_concerns_only_after_the_story(card) -> None:
+    ed = load_card("ed")
+    perception = UserPerception(
+        ed, UtteranceAnalyzer.for_user(ed, make_encoder("hashing")), card_preset(ed, "hard")
+    )
+    persona = next(p for p in persona_bank(ed) if p.facts.get("situation"))
+    perception.begin(persona, tuple(c for c, _ in persona.concerns))
+    story = persona.facts["situation"]
+    situational = [c.id for c in ed.concerns if c.situational is not None]
+    before = perception.perceive(f"So {story}?", disclosed=False)
+    assert all(before.unlock[cid] == 0.0 for cid in situational)
+    after = perception.perceive(f"So {story}?", disclosed=True)
+    assert any(after.unlock[cid] > 0.0 for cid in situational)

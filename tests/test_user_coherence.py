@@ -99,3 +99,20 @@ def test_a_resolved_concern_is_never_raised_again(env_id: str) -> None:
                 if kind == "voiced":
                     assert cid not in resolved, (record["transcript"], record["events"])
             resolved |= {e.split(":", 1)[1] for e in events if e.startswith("resolved:")}
+
+
+def test_a_warm_opening_is_not_a_goodbye(p4g: Any) -> None:
+    steps = _play(p4g, ["Hi there, thanks for stopping by! How are you doing today?"])
+    assert "farewell" not in steps[0]["events"]
+    assert steps[0]["reply"] not in p4g.card.replies["farewell"]
+
+
+def test_an_invitation_to_share_is_no_ask_where_the_task_has_no_request() -> None:
+    """ED has no request: "would you like to tell me more?" is an invitation, never an ask
+    to refuse (the reader there has no ask classes)."""
+    env = dialogue_gym.make("ED-hard", privileged=True)
+    for seed in range(3):
+        steps = _play(env, ["Hi! How are you?", "Would you like to tell me more about it?"], seed)
+        assert all("ask" not in s["events"] and "pressure" not in s["events"] for s in steps)
+    reader = env.user.analyzer.meaning_reader
+    assert reader is not None and not {"ask_polite", "ask_pushy"} & set(reader.classes)

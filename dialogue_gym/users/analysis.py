@@ -13,7 +13,7 @@ from dialogue_gym.cue_search import CueIndex, CueText
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
-from dialogue_gym.users.meaning import MeaningReader, TurnMeaning, split_sentences
+from dialogue_gym.users.meaning import MeaningReader, TurnMeaning, has_requests, split_sentences
 
 _QUESTION_WORDS = re.compile(
     r"^\s*(what|how|why|do|does|did|have|has|are|is|would|could|can|will)\b", re.I
@@ -157,6 +157,8 @@ class UtteranceAnalyzer:
         self.ask_detector = ask_detector
         self.appeal_reader = appeal_reader
         self.meaning_reader = meaning_reader
+        # Whether the task has a request to read (cues or a detector for one): ED has none.
+        self._requests = has_requests(card) or ask_detector is not None
         self._label_aliases = card.corpus.label_aliases if card.corpus is not None else {}
         self._strategies = {s.name: s for s in card.strategies}
         texts: list[str] = []
@@ -277,9 +279,12 @@ class UtteranceAnalyzer:
         ask = self._cue("ask", cues)
         # The detector reads the same view as every other reader of the turn.
         ask = ask or (self.ask_detector is not None and self.ask_detector(view))
-        # ... and by meaning: people ask for the goal in more ways than any cue list holds.
+        # ... and by meaning: people ask for the goal in more ways than any cue list holds
+        # (on tasks that have a request at all: an invitation to share is no ask on ED).
         ask = ask or (
-            read is not None and max(read.acts["ask_polite"], read.acts["ask_pushy"]) >= 0.5
+            self._requests
+            and read is not None
+            and max(read.acts["ask_polite"], read.acts["ask_pushy"]) >= 0.5
         )
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)

@@ -242,7 +242,7 @@ class CognitiveUser:
                 reasoned = new_reason
         if new_reason:
             self.refused_ask = False  # a reason since the no: asking again is fair
-        if not p.ask and not reasoned and p.act("farewell") >= 0.5:
+        if not p.ask and not reasoned and self._says_goodbye(p):
             events.append("farewell")
         if pressure:
             self.tracker.set_back("pressure")
@@ -253,6 +253,18 @@ class CognitiveUser:
             self.mood = min(1.0, self.mood + 0.05)
         self.drift += preset.drift
         return p, events, repetition, reasoned
+
+    @staticmethod
+    def _says_goodbye(p: Perception) -> bool:
+        """The turn closes the conversation: a goodbye is its likeliest reading, not a question.
+
+        "Thanks for stopping by, how are you?" opens a conversation; "Thanks for your time,
+        take care." closes it.
+        """
+        if p.meaning is None or p.question:
+            return False
+        farewell = p.act("farewell")
+        return farewell >= 0.5 and farewell >= max(p.meaning.acts.values())
 
     def _decide(
         self,

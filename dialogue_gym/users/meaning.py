@@ -51,11 +51,13 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 __all__ = [
     "ACTS",
+    "ASKS",
     "NEAR_MISS",
     "MeaningReader",
     "PerceptionSet",
     "PerceptionSetError",
     "TurnMeaning",
+    "has_requests",
     "load_perception_set",
     "parse_perception_set",
     "split_sentences",
@@ -68,6 +70,21 @@ NEAR_MISS = "near_miss"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w")
+
+
+ASKS = ("ask_polite", "ask_pushy")
+"""The acts that ask for the task's goal: read only on tasks that have a request."""
+
+
+def has_requests(card: TaskCard) -> bool:
+    """Whether the task has a request for the user to grant (ask cues or a learned detector).
+
+    ED has none: there, "would you like to tell me more?" is an invitation to share (which
+    answers the wish to share more), not an ask to be granted or refused.
+    """
+    return bool(card.cues.get("ask")) or (
+        card.corpus is not None and card.corpus.ask_reader is not None
+    )
 
 
 class PerceptionSetError(ValueError):
@@ -284,7 +301,12 @@ class MeaningReader:
         self.encoder = encoder
         examples = examples if examples is not None else load_perception_set(card)
         self.concern_ids = tuple(c.id for c in card.concerns)
-        acts = [a for a in ACTS if examples is not None and examples.turns.get(a)]
+        requests = has_requests(card)
+        acts = [
+            a
+            for a in ACTS
+            if examples is not None and examples.turns.get(a) and (requests or a not in ASKS)
+        ]
         self.classes = (*self.concern_ids, NEAR_MISS, *acts)
         texts: list[str] = []
         labels: list[int] = []

@@ -1,12 +1,12 @@
-"""benchmarks/coherence.py and benchmarks/skill_validity.py: their counters can fire, and they run."""
+"""The coherence and skill benchmarks: their counters can fire, and they run."""
 
 from __future__ import annotations
 
 import pytest
+from conftest import load_benchmark
 
 from dialogue_gym.cards import load_card
 from dialogue_gym.users.persona import persona_bank
-from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")

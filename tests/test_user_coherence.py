@@ -116,3 +116,33 @@ def test_an_invitation_to_share_is_no_ask_where_the_task_has_no_request() -> Non
         assert all("ask" not in s["events"] and "pressure" not in s["events"] for s in steps)
     reader = env.user.analyzer.meaning_reader
     assert reader is not None and not {"ask_polite", "ask_pushy"} & set(reader.classes)
+
+
+def test_an_ask_closing_the_turn_is_heard() -> None:
+    """An ask that ends a turn and splits its reading ("or would you rather think it over?")
+    is still an ask: a merchant with nothing left to worry about can say yes to it."""
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.mind.encoders import make_encoder
+    from dialogue_gym.users.analysis import UtteranceAnalyzer
+
+    analyzer = UtteranceAnalyzer.for_user(load_card("merchant"), make_encoder("minilm"))
+    turn = (
+        "Fair enough, you'd be in control of the flow the whole time. "
+        "Would you like to give that a try, or would you rather think it over?"
+    )
+    assert analyzer.perceive(turn).ask
+    assert not analyzer.perceive("Fair enough, you'd be in control the whole time.").ask
+
+
+def test_a_refusal_after_an_acknowledgement_is_linked(p4g: Any) -> None:
+    """ "That's fair. But not this time.": never an acknowledgement and a no side by side."""
+    seen = 0
+    for seed in range(30):
+        steps = _play(p4g, [f"{REASON} Would you donate a little?"], seed)
+        step = steps[0]
+        if p4g.user.decision == "refused" and any(
+            e.startswith("addressed:") for e in step["events"]
+        ):
+            seen += 1
+            assert " but " in f" {step['reply'].lower()}", step
+    assert seen, "no persona took the reason in and still refused in 30 seeds"

@@ -13,7 +13,13 @@ from dialogue_gym.cue_search import CueIndex, CueText
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
-from dialogue_gym.users.meaning import MeaningReader, TurnMeaning, has_requests, split_sentences
+from dialogue_gym.users.meaning import (
+    ASKS,
+    MeaningReader,
+    TurnMeaning,
+    has_requests,
+    split_sentences,
+)
 
 _QUESTION_WORDS = re.compile(
     r"^\s*(what|how|why|do|does|did|have|has|are|is|would|could|can|will)\b", re.I
@@ -69,6 +75,21 @@ class Perception:
     def act(self, name: str) -> float:
         """The probability of act ``name`` (:data:`~dialogue_gym.users.meaning.ACTS`)."""
         return 0.0 if self.meaning is None else self.meaning.acts.get(name, 0.0)
+
+
+ASK_LINE, CLOSING_ASK_LINE = 0.5, 0.3
+"""A turn asks when a sentence reads as an ask with this probability, or with the lower one
+when the ask is the likeliest reading of the turn's last sentence, where people put their
+ask ("Would you like to give it a try, or would you rather think it over?" splits between
+an ask and an acknowledgement)."""
+
+
+def _reads_as_ask(read: TurnMeaning) -> bool:
+    for act in ASKS:
+        score = read.acts.get(act, 0.0)
+        if score >= ASK_LINE or (score >= CLOSING_ASK_LINE and read.closing == act):
+            return True
+    return False
 
 
 def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
@@ -281,11 +302,7 @@ class UtteranceAnalyzer:
         ask = ask or (self.ask_detector is not None and self.ask_detector(view))
         # ... and by meaning: people ask for the goal in more ways than any cue list holds
         # (on tasks that have a request at all: an invitation to share is no ask on ED).
-        ask = ask or (
-            self._requests
-            and read is not None
-            and max(read.acts["ask_polite"], read.acts["ask_pushy"]) >= 0.5
-        )
+        ask = ask or (self._requests and read is not None and _reads_as_ask(read))
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)
         greeting = self._cue("greeting", cues)

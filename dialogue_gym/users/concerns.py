@@ -58,7 +58,9 @@ class ConcernState:
         return PARTIAL if self.progress > 1e-9 else UNRESOLVED
 
 
-def touch_excess(p: Perception, preset: UserPreset, card: TaskCard) -> dict[str, float]:
+def touch_excess(
+    p: Perception, preset: UserPreset, card: TaskCard, focus: frozenset[str] = frozenset()
+) -> dict[str, float]:
     """Concern id → how far the turn goes past the line of addressing it (≥ 0: it does).
 
     The cosine path counts only when the turn is closer to the concern's meaning than to its
@@ -71,10 +73,21 @@ def touch_excess(p: Perception, preset: UserPreset, card: TaskCard) -> dict[str,
         score = p.unlock.get(cid, 0.0)
         excess = score - preset.unlock_threshold if score >= p.anti.get(cid, 0.0) else -1.0
         if concern.situational is None and p.meaning is not None:
-            by_meaning = (p.addressing(cid) - preset.meaning_threshold) * MEANING_SCALE
+            line = preset.meaning_threshold
+            if cid in focus and _reads_as_answer_to(p, cid):
+                line = preset.focus_threshold
+            by_meaning = (p.addressing(cid) - line) * MEANING_SCALE
             excess = max(excess, by_meaning)
         out[cid] = excess
     return out
+
+
+def _reads_as_answer_to(p: Perception, concern_id: str) -> bool:
+    """The reader's likeliest concern for the turn is ``concern_id``, above its near-misses."""
+    assert p.meaning is not None
+    scores = p.meaning.concerns
+    best = max(scores, key=lambda cid: scores[cid])
+    return best == concern_id and scores[best] > p.meaning.near_miss
 
 
 VOICE_MATCH = 0.8
@@ -90,6 +103,7 @@ class ConcernTracking(Protocol):
     states: dict[str, ConcernState]
     disclosed: bool
     voiced_now: list[str]
+    focus: frozenset[str]
 
     def begin(self, persona: Persona) -> None:
         """Starts an episode with ``persona``'s concerns, none addressed or voiced."""
@@ -158,6 +172,7 @@ class ConcernTracker:
         # situation): before that nothing the system says can be a response to this user.
         self.disclosed = False
         self.voiced_now: list[str] = []  # the concerns the current reply voices
+        self.focus: frozenset[str] = frozenset()  # the concerns the last reply voiced
 
     def begin(self, persona: Persona) -> None:
         """Starts an episode with ``persona``'s concerns (strongest first), none addressed."""
@@ -168,6 +183,7 @@ class ConcernTracker:
             self.states[concern_id] = ConcernState(strength=strength, needed=base + extra)
         self.disclosed = False
         self.voiced_now = []
+        self.focus = frozenset()
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""
@@ -248,7 +264,7 @@ class ConcernTracker:
         """
         preset = self.preset
         costs: list[Cost] = []
-        excess = touch_excess(p, preset, self.card)
+        excess = touch_excess(p, preset, self.card, self.focus)
         touched = [cid for cid, value in excess.items() if value >= 0.0]
         situational = [cid for cid in touched if self.card.concern(cid).situational is not None]
         if touched:

@@ -200,12 +200,16 @@ class TurnMeaning:
         acts: Act (:data:`ACTS`) → the probability of its best sentence.
         near_miss: The best sentence's probability of touching a topic without answering it.
         sentences: How many sentences were read.
+        leading: The classes that are some sentence's likeliest reading.
+        closing: The last sentence's likeliest reading (``None`` for an empty turn).
     """
 
     concerns: Mapping[str, float]
     acts: Mapping[str, float]
     near_miss: float
     sentences: int
+    leading: frozenset[str] = frozenset()
+    closing: str | None = None
 
 
 def _fit_softmax(
@@ -357,11 +361,15 @@ class MeaningReader:
         if len(sentence_embeddings) == 0:
             zeros = dict.fromkeys(self.concern_ids, 0.0)
             return TurnMeaning(zeros, dict.fromkeys(ACTS, 0.0), 0.0, 0)
-        best = self.probabilities(sentence_embeddings).max(axis=0)
+        probs = self.probabilities(sentence_embeddings)
+        best = probs.max(axis=0)
         column = {name: float(best[i]) for i, name in enumerate(self.classes)}
+        leading = frozenset(self.classes[int(i)] for i in probs.argmax(axis=1))
         return TurnMeaning(
             concerns={cid: column[cid] for cid in self.concern_ids},
             acts={act: column.get(act, 0.0) for act in ACTS},
             near_miss=column[NEAR_MISS],
             sentences=len(sentence_embeddings),
+            leading=leading,
+            closing=self.classes[int(probs[-1].argmax())],
         )

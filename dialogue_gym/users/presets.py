@@ -48,6 +48,9 @@ class UserPreset:
             own situation than to any other persona's situation by this margin.
         meaning_threshold: The sentence-level meaning reader's probability at which a turn
             addresses a concern (:func:`~dialogue_gym.users.concerns.touch_excess`).
+        focus_threshold: The reader's line for the concern the user has just voiced, when the
+            turn reads likelier as an answer to it than to anything else (it replies to
+            what the user just said).
         pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
     """
 
@@ -74,7 +77,8 @@ class UserPreset:
     long_turn_words: int = 60
     long_turn_penalty: float = 0.04
     situation_margin: float = 0.05
-    meaning_threshold: float = 0.5
+    meaning_threshold: float = 0.3
+    focus_threshold: float = 0.15
     pushy_threshold: float = 0.6
 
 

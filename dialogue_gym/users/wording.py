@@ -28,6 +28,8 @@ from dialogue_gym.users.persona import Persona
 USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 """Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
 _FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
+_TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
+"""Reply kinds that say no: after an acknowledgement they follow a "But"."""
 
 
 def _stated_stance(text: str, card: TaskCard) -> str:
@@ -178,6 +180,13 @@ class TemplateWording:
                 say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
+        if len(parts) > 1 and keys[0] in ("partial", "resolved") and keys[1] in _TURNS_AWAY:
+            # "That's fair. But not this time.": the user took the answer in and still says
+            # no; two sentences with no link read as a reply stitched from two people.
+            second = parts[1]
+            if not re.match(r"(But|I\b|I'm)", second):
+                second = second[:1].lower() + second[1:]
+            parts[1] = second if second.startswith("But") else f"But {second}"
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:

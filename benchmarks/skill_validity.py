@@ -77,6 +77,20 @@ def load_wording(card: TaskCard, which: str) -> dict[str, Any]:
     return data
 
 
+def answer_table(card: TaskCard, wording: str, answers: str) -> dict[str, tuple[str, ...]]:
+    """Concern id → the answers an arm gives: the card's ``unlock`` sentences or the set's.
+
+    Raises:
+        ValueError: ``answers`` is neither ``"card"`` nor ``"wording"``.
+    """
+    if answers == "card":
+        return {c.id: tuple(c.unlock) for c in card.concerns}
+    if answers == "wording":
+        data = load_wording(card, wording)
+        return {c.id: tuple(data["concerns"][c.id]["replies"]) for c in card.concerns}
+    raise ValueError(f"answers must be 'wording' or 'card', got {answers!r}")
+
+
 class WordingListener(ListeningAgent):
     """The closed-loop listener of :class:`ListeningAgent` with its words from a wording set.
 
@@ -105,12 +119,7 @@ class WordingListener(ListeningAgent):
         self._set = load_wording(card, wording)
         turns = self._set["turns"]
         self._turn_lines = turns
-        if answers == "card":
-            table = {c.id: tuple(c.unlock) for c in card.concerns}
-        elif answers == "wording":
-            table = {c.id: tuple(self._set["concerns"][c.id]["replies"]) for c in card.concerns}
-        else:
-            raise ValueError(f"answers must be 'wording' or 'card', got {answers!r}")
+        table = answer_table(card, wording, answers)
         lines = self._lines_for(0)
         super().__init__(card, lines, table, (), seed, encoder)
         self._story = ""
@@ -173,13 +182,7 @@ class WordingBuyer(ScriptedBuyer):
         answers: str = "wording",
         **kwargs: Any,
     ) -> None:
-        if answers == "card":
-            table = {c.id: tuple(c.unlock) for c in card.concerns}
-        elif answers == "wording":
-            data = load_wording(card, wording)
-            table = {c.id: tuple(data["concerns"][c.id]["replies"]) for c in card.concerns}
-        else:
-            raise ValueError(f"answers must be 'wording' or 'card', got {answers!r}")
+        table = answer_table(card, wording, answers)
         self.ARGUMENTS = {cid: lines for cid, lines in table.items() if cid in self.ORDER}
         super().__init__(card, seed, **kwargs)
 

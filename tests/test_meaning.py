@@ -7,9 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-import dialogue_gym
-from dialogue_gym.card_schema import CardError
-from dialogue_gym.cards import builtin_cards, load_card, parse_card
+from dialogue_gym.cards import builtin_cards, load_card
 from dialogue_gym.env_reveal import public_events
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users.meaning import (
@@ -93,32 +91,6 @@ def test_reader_fit_is_deterministic_and_cached() -> None:
     b = MeaningReader(card, make_encoder("hashing"))
     assert a._w is b._w  # one fit per card and encoder in a process
     assert a.examples > 300
-
-
-def test_brief_facts_reach_the_system_observation() -> None:
-    env = dialogue_gym.make("Courier-hard", encoder="hashing")
-    obs, _ = env.reset(seed=0)
-    goal = obs["system"]["goal"]
-    assert goal.startswith(env.card.goal)
-    assert "charging point" in goal  # the courier's question has an answer in the brief
-    assert obs["user"]["goal"] == env.card.user_goal
-
-
-def test_brief_section_is_validated() -> None:
-    from importlib import resources
-
-    import tomllib
-
-    raw = resources.files("dialogue_gym.catalog").joinpath("p4g.toml").read_text()
-    data = tomllib.loads(raw)
-    assert parse_card(data).brief
-    with pytest.raises(CardError, match="brief"):
-        parse_card({**data, "brief": {"facts": ["ok"], "extra": 1}})
-    with pytest.raises(CardError, match=r"brief\.facts"):
-        parse_card({**data, "brief": {"facts": [""]}})
-    no_brief = {k: v for k, v in data.items() if k != "brief"}
-    card = parse_card(no_brief)
-    assert card.brief == () and card.system_brief == card.goal
 
 
 def test_concern_events_stay_private() -> None:

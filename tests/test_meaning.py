@@ -133,3 +133,11 @@ def test_reader_fits_are_cached_on_disk(monkeypatch: pytest.MonkeyPatch, tmp_pat
     other = make_encoder("hashing-128")
     monkeypatch.setattr(meaning, "_FITS", {})
     assert MeaningReader(card, other)._w.shape[0] == 129
+
+
+def test_a_card_without_a_perception_set_gets_no_reader() -> None:
+    """A reader fitted on a few prototype classes would credit any turn (an ask) as a reason."""
+    card = dataclasses.replace(load_card("p4g"), id="NoSuchTask")
+    assert load_perception_set(card) is None
+    assert MeaningReader.for_card(card, make_encoder("hashing")) is None
+    assert MeaningReader.for_card(load_card("p4g"), make_encoder("hashing")) is not None

@@ -225,7 +225,8 @@ class UtteranceAnalyzer:
 
         ``scoring="centroid"``, the ask detector the card names (:func:`card_ask_detector`), its
         appeal reader (:func:`card_appeal_reader`) and a sentence-level meaning reader fitted
-        on its perception set (:class:`~dialogue_gym.users.meaning.MeaningReader`).
+        on its perception set (:class:`~dialogue_gym.users.meaning.MeaningReader`; none for a
+        card that ships no perception set).
         """
         return cls(
             card,
@@ -233,7 +234,7 @@ class UtteranceAnalyzer:
             scoring="centroid",
             ask_detector=card_ask_detector(card),
             appeal_reader=card_appeal_reader(card),
-            meaning_reader=MeaningReader(card, encoder),
+            meaning_reader=MeaningReader.for_card(card, encoder),
         )
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:

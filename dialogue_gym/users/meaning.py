@@ -294,8 +294,9 @@ class MeaningReader:
     Args:
         card: The task card.
         encoder: The sentence encoder the user perceives with (unit rows).
-        examples: The perception set (default: the card's shipped one). A card without one
-            gets a reader fitted on its own prototypes alone (``unlock`` / ``anti``).
+        examples: The perception set (default: the card's shipped one; without one the
+            reader is fitted on the card's prototypes alone, ``unlock`` / ``anti`` — too few
+            classes to trust, so the users build none then: :meth:`for_card`).
     """
 
     def __init__(
@@ -347,6 +348,17 @@ class MeaningReader:
                 _FITS[key] = fitted
         self._w = fitted
         self.examples = len(texts)
+
+    @classmethod
+    def for_card(cls, card: TaskCard, encoder: Encoder) -> MeaningReader | None:
+        """The reader fitted on ``card``'s shipped perception set; ``None`` without one.
+
+        A reader fitted on a card's few prototypes alone has a handful of classes, so any turn
+        gets a sizeable probability for one of them: it would credit an ask as a reason. A
+        card without a perception set is perceived by its prototypes and cues only.
+        """
+        examples = load_perception_set(card)
+        return None if examples is None else cls(card, encoder, examples)
 
     def probabilities(self, embeddings: np.ndarray) -> np.ndarray:
         """Class probabilities (rows: the given sentence embeddings; columns: ``classes``)."""

@@ -191,6 +191,7 @@ class SellerUser(SellerDynamics):
         self.addressed_last: list[str] = []
         self.past_embeddings: list[np.ndarray] = []
         self.used: set[str] = set()
+        self.replied: set[str] = set()  # this episode's replies (none is sent twice)
         self._state = self._compose_bdi()
 
     def reset(self, rng: np.random.Generator) -> BDI:
@@ -364,7 +365,22 @@ class SellerUser(SellerDynamics):
             text = opener + text
         if self._rng.random() < 0.35 * self.style.verbosity:
             text = text.rstrip() + self._pick("closer", self.style.closers)
+        text = self._unrepeated(text)
+        self.replied.add(text.lower())
         return text.lower() if self.style.lowercase else text
+
+    def _unrepeated(self, text: str) -> str:
+        """``text``, or — when the seller said exactly that before — the same said as a repeat.
+
+        A seller holding its position says so ("Like I said, $850 is where I am."), it does
+        not send the identical message again.
+        """
+        for lead in ("", "Like I said, ", "As I said, ", "Again, ", "Once more, "):
+            head = text[:1] if re.match(r"I\b", text) else text[:1].lower()
+            candidate = text if not lead else lead + head + text[1:]
+            if candidate.lower() not in self.replied:
+                return candidate
+        return text
 
     # -- mental state --------------------------------------------------------------------------
 

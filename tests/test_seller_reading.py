@@ -355,3 +355,11 @@ def test_no_jump_to_the_midpoint_after_holding(make_seller):
     midpoint = (380.0 + held) / 2
     assert seller.privileged()["deal_price"] is None and turn.decision != "agree"
     assert seller.stated_ask > midpoint
+
+
+def test_the_seller_never_sends_the_same_message_twice(make_seller) -> None:
+    """Held positions and after-deal lines are said as repeats, not sent again verbatim."""
+    for listing in (BIKE, CAR):
+        seller = make_seller(listing)
+        replies = [seller.respond("Would you take $200 for it? " * 12).text for _ in range(8)]
+        assert len({r.lower() for r in replies}) == len(replies), replies

@@ -146,3 +146,10 @@ def test_a_refusal_after_an_acknowledgement_is_linked(p4g: Any) -> None:
             seen += 1
             assert " but " in f" {step['reply'].lower()}", step
     assert seen, "no persona took the reason in and still refused in 30 seeds"
+
+
+def test_a_disclaimer_of_guilt_is_not_a_guilt_trip(p4g: Any) -> None:
+    analyzer = p4g.user.analyzer
+    assert not analyzer.perceive("Fair enough, and no guilt intended: you owe nothing.").pressure_cue
+    assert not analyzer.perceive("Please don't feel guilty if you say no.").pressure_cue
+    assert analyzer.perceive("You should feel guilty keeping it all.").pressure_cue

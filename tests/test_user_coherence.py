@@ -150,6 +150,6 @@ def test_a_refusal_after_an_acknowledgement_is_linked(p4g: Any) -> None:
 
 def test_a_disclaimer_of_guilt_is_not_a_guilt_trip(p4g: Any) -> None:
     analyzer = p4g.user.analyzer
-    assert not analyzer.perceive("Fair enough, and no guilt intended: you owe nothing.").pressure_cue
+    assert not analyzer.perceive("Fair enough, no guilt intended: you owe nothing.").pressure_cue
     assert not analyzer.perceive("Please don't feel guilty if you say no.").pressure_cue
     assert analyzer.perceive("You should feel guilty keeping it all.").pressure_cue

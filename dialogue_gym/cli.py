@@ -264,6 +264,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="with --transcript: add TEXT to FILE as the next system turn, then replay",
     )
+    play.add_argument(
+        "--no-reveal",
+        action="store_true",
+        help="do not print the user's hidden state when the episode ends (blind play)",
+    )
     _add_env_options(play)
 
     data_cli.add_parser(commands)  # `dialogue-gym data info|check|fetch`
@@ -418,7 +423,7 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
         if args.append is not None:
             raise ValueError("--append needs --transcript FILE")
         env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
-        return play(env, args.env_id, args.seed, out)
+        return play(env, args.env_id, args.seed, out, show_hidden=not args.no_reveal)
     transcript = read_transcript(args.transcript, args.append)  # refused before make()
     env = make(args.env_id, **{"privileged": True, **_env_kwargs(args)})
     again = ["dialogue-gym", "play", args.env_id, "--seed", str(args.seed)]
@@ -426,8 +431,11 @@ def _cmd_play(args: argparse.Namespace, out: TextIO) -> int:
     again += [f"--env-option={option}" for option in args.env_options]
     again += [] if args.encoder is None else ["--encoder", args.encoder]
     again += [] if args.threads is None else ["--threads", str(args.threads)]
+    again += ["--no-reveal"] if args.no_reveal else []
     again = [shlex.quote(word) for word in again]
-    return replay(env, args.env_id, args.seed, transcript, out, again=again)
+    return replay(
+        env, args.env_id, args.seed, transcript, out, again=again, show_hidden=not args.no_reveal
+    )
 
 
 def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:

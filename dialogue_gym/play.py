@@ -43,6 +43,9 @@ def initial_state(base: Any) -> dict[str, Any] | None:
     return to_dict() if callable(to_dict) else None
 
 
+HIDDEN_KEPT = "(the hidden state is not shown: --no-reveal)"
+
+
 def reveal(
     base: Any,
     initial: Mapping[str, Any] | None,
@@ -111,12 +114,13 @@ def reveal(
         )
 
 
-def play(env: Any, env_id: str, seed: int | None, out: TextIO) -> int:
+def play(env: Any, env_id: str, seed: int | None, out: TextIO, *, show_hidden: bool = True) -> int:
     """Plays one episode of ``env`` (made with ``privileged=True``) with turns typed on stdin.
 
     The user's replies are printed as they come; at the end (success, the exchange budget,
     EOF, Ctrl-C or ``/quit``) the hidden state of the episode is revealed: persona, concerns,
-    willingness, the BDI trajectory and the SR/RCSR inputs.
+    willingness, the BDI trajectory and the SR/RCSR inputs — unless ``show_hidden`` is off
+    (a blind player who plays several episodes must not learn the users' workings).
 
     Returns:
         The exit status (0).
@@ -146,6 +150,9 @@ def play(env: Any, env_id: str, seed: int | None, out: TextIO) -> int:
             episode = info["episode"]
             outcome = "success" if episode["success"] else "no success"
             print(f"\nEpisode over after {episode['turns']} exchanges: {outcome}.", file=out)
-    reveal(base, initial, steps, episode, out)
+    if show_hidden:
+        reveal(base, initial, steps, episode, out)
+    else:
+        print(HIDDEN_KEPT, file=out)
     env.close()
     return 0

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from dialogue_gym.play import initial_state, reveal
+from dialogue_gym.play import HIDDEN_KEPT, initial_state, reveal
 
 __all__ = ["Transcript", "prepare_append", "read_transcript", "replay"]
 
@@ -326,6 +326,7 @@ def replay(
     out: TextIO,
     *,
     again: Sequence[str] = (),
+    show_hidden: bool = True,
 ) -> int:
     """Replays the system turns of ``transcript`` in ``env`` and prints where the episode is.
 
@@ -342,6 +343,7 @@ def replay(
         out: Where to print.
         again: The command that replays this transcript (without ``--append``), shown as the
             way to play the next turn.
+        show_hidden: Reveal the hidden state at the end (off for blind players).
 
     Returns:
         The exit status (0), whether the episode is over or waits for the next turn.
@@ -385,7 +387,10 @@ def replay(
         outcome = "success" if episode["success"] else "no success"
         why = "" if episode["success"] else f" (the budget of {T} exchanges is spent)"
         print(f"\nEpisode over after {episode['turns']} exchanges: {outcome}{why}.", file=out)
-        reveal(base, played.initial, played.steps, episode, out)
+        if show_hidden:
+            reveal(base, played.initial, played.steps, episode, out)
+        else:
+            print(HIDDEN_KEPT, file=out)
         return 0
     finally:
         env.close()

@@ -168,6 +168,20 @@ def test_the_end_reveals_the_outcome_and_later_turns_are_refused(
     assert "success: False  success turn: None" in out
 
 
+def test_no_reveal_keeps_the_hidden_state_from_a_blind_player(
+    tiny_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "game.txt"
+    path.write_text("\n".join(PERSUASIVE[:2]) + "\n", encoding="utf-8")
+    out = play(capsys, path, "--no-reveal")
+    assert "--no-reveal" in out.split(TURN, 1)[1]  # the command to play on keeps it
+    path.write_text("\n".join(PERSUASIVE) + "\n", encoding="utf-8")
+    out = play(capsys, path, "--no-reveal")
+    assert "Episode over after 4 exchanges: success." in out
+    assert HIDDEN not in out and "Persona tiny-" not in out and "Latent concerns" not in out
+    assert "hidden state is not shown" in out
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

@@ -346,8 +346,7 @@ class CognitiveUser:
     def respond(self, system_text: str) -> UserTurn:
         """Perceives the system turn, decides, and replies in the persona's style."""
         self.exchange += 1
-        self.tracker.focus = frozenset(self.tracker.voiced_now)  # what the last reply said
-        self.tracker.voiced_now = []
+        self.tracker.next_reply()
         before = self.tracker.resolved()
         p, events, repetition, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)

@@ -109,6 +109,10 @@ class ConcernTracking(Protocol):
         """Starts an episode with ``persona``'s concerns, none addressed or voiced."""
         ...
 
+    def next_reply(self) -> None:
+        """Starts a simulator reply: what the last one voiced becomes the focus."""
+        ...
+
     def credit(
         self, p: Perception, events: list[str], repetition: bool, pressure: bool
     ) -> tuple[bool, list[Cost]]:
@@ -184,6 +188,14 @@ class ConcernTracker:
         self.disclosed = False
         self.voiced_now = []
         self.focus = frozenset()
+
+    def next_reply(self) -> None:
+        """Starts a simulator reply: the concerns the last reply voiced become the focus.
+
+        A turn that answers one of them is read with the lower ``focus_threshold``.
+        """
+        self.focus = frozenset(self.voiced_now)
+        self.voiced_now = []
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""

@@ -240,7 +240,15 @@ class CognitiveUser:
             if "addressed:pressure" in events:
                 events.remove("addressed:pressure")
                 reasoned = new_reason
-        if new_reason:
+        # Backing off that settles the user's dislike of being pushed ("Good, no pressure is
+        # how it should be. I'm open to it.") also makes one more ask fair: the user said so.
+        pressure_state = self.tracker.states.get("pressure")
+        backed_off = (
+            "addressed:pressure" in events
+            and pressure_state is not None
+            and pressure_state.status == RESOLVED
+        )
+        if new_reason or backed_off:
             self.refused_ask = False  # a reason since the no: asking again is fair
         if not p.ask and not reasoned and self._says_goodbye(p):
             events.append("farewell")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -66,6 +67,13 @@ def touch_excess(
     The cosine path counts only when the turn is closer to the concern's meaning than to its
     anti-patterns. Situational concerns (met only by this user's own story) are read on the
     cosine path alone: the reader knows the card's stories, not this user's.
+
+    A concern in ``focus`` (the user has just voiced it) is read in that light: a turn that
+    gives a reason (:func:`answers_focus`) counts as answering it, level with the turn's best
+    topic — a person who has just said "I can't spare much" hears "fifty cents buys a year of
+    deworming pills" as the answer to that, not to a question about impact it never asked.
+    Other topics the turn reaches still share its credit (stuffing stays diluted), unless they
+    read best in the same sentence as the answer (:func:`one_argument`).
     """
     out: dict[str, float] = {}
     for concern in card.concerns:
@@ -73,21 +81,48 @@ def touch_excess(
         score = p.unlock.get(cid, 0.0)
         excess = score - preset.unlock_threshold if score >= p.anti.get(cid, 0.0) else -1.0
         if concern.situational is None and p.meaning is not None:
-            line = preset.meaning_threshold
-            if cid in focus and _reads_as_answer_to(p, cid):
-                line = preset.focus_threshold
-            by_meaning = (p.addressing(cid) - line) * MEANING_SCALE
+            by_meaning = (p.addressing(cid) - preset.meaning_threshold) * MEANING_SCALE
             excess = max(excess, by_meaning)
         out[cid] = excess
+    heard = [cid for cid in focus if cid in out and answers_focus(p, cid, preset, card)]
+    if heard:
+        level = max(0.0, *out.values())
+        for cid in heard:
+            out[cid] = level
     return out
 
 
-def _reads_as_answer_to(p: Perception, concern_id: str) -> bool:
-    """The reader's likeliest concern for the turn is ``concern_id``, above its near-misses."""
-    assert p.meaning is not None
-    scores = p.meaning.concerns
-    best = max(scores, key=lambda cid: scores[cid])
-    return best == concern_id and scores[best] > p.meaning.near_miss
+def one_argument(p: Perception, heard: Sequence[str], concern_id: str) -> bool:
+    """Whether ``concern_id`` reads best in the sentence that answers a ``heard`` concern.
+
+    "Think of one child, not millions: $1 buys rehydration salts for her" answers a user who
+    cannot relate to statistics with an example of impact; read in the light of the worry just
+    voiced it is one argument, not two topics stuffed into one turn.
+    """
+    if p.meaning is None or not heard:
+        return False
+    where = p.meaning.best_sentence
+    return concern_id in where and any(where.get(h) == where[concern_id] for h in heard)
+
+
+def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: TaskCard) -> bool:
+    """Whether the turn reads as a reason answering ``concern_id``, the concern just voiced.
+
+    It does when its sentences read as reasons (the reader's concern probabilities sum to at
+    least ``preset.reason_mass``) and ``concern_id`` is among the likely readings: at least
+    ``preset.focus_threshold`` and ``preset.focus_share`` of the likeliest concern's.
+    """
+    if p.meaning is None or card.concern(concern_id).situational is not None:
+        return False
+    scores = {
+        c.id: p.meaning.concerns.get(c.id, 0.0) for c in card.concerns if c.situational is None
+    }
+    mine = scores.get(concern_id, 0.0)
+    return (
+        sum(scores.values()) >= preset.reason_mass
+        and mine >= preset.focus_threshold
+        and mine >= preset.focus_share * max(scores.values())
+    )
 
 
 VOICE_MATCH = 0.8
@@ -110,7 +145,7 @@ class ConcernTracking(Protocol):
         ...
 
     def next_reply(self) -> None:
-        """Starts a simulator reply: what the last one voiced becomes the focus."""
+        """Starts a simulator reply: the concerns under discussion become the focus."""
         ...
 
     def credit(
@@ -176,7 +211,7 @@ class ConcernTracker:
         # situation): before that nothing the system says can be a response to this user.
         self.disclosed = False
         self.voiced_now: list[str] = []  # the concerns the current reply voices
-        self.focus: frozenset[str] = frozenset()  # the concerns the last reply voiced
+        self.focus: frozenset[str] = frozenset()  # the concerns under discussion
 
     def begin(self, persona: Persona) -> None:
         """Starts an episode with ``persona``'s concerns (strongest first), none addressed."""
@@ -190,11 +225,17 @@ class ConcernTracker:
         self.focus = frozenset()
 
     def next_reply(self) -> None:
-        """Starts a simulator reply: the concerns the last reply voiced become the focus.
+        """Starts a simulator reply: the concerns under discussion become the focus.
 
-        A turn that answers one of them is read with the lower ``focus_threshold``.
+        They are the concerns the last reply voiced; when it voiced none, the ones in focus
+        before that are not resolved yet (a worry stays the topic until it is settled or the
+        user raises another). A turn that gives a reason close enough to one of them answers
+        it (:func:`answers_focus`).
         """
-        self.focus = frozenset(self.voiced_now)
+        if self.voiced_now:
+            self.focus = frozenset(self.voiced_now)
+        else:
+            self.focus = frozenset(c for c in self.focus if self.states[c].status != RESOLVED)
         self.voiced_now = []
 
     def resolved(self) -> set[str]:
@@ -290,7 +331,12 @@ class ConcernTracker:
                 if (story if cid in situational else excess[cid]) >= best - preset.topic_margin
             ]
             situational = [cid for cid in situational if cid in touched]
-        topics = [cid for cid in touched if cid not in situational]
+        heard = [cid for cid in self.focus if answers_focus(p, cid, preset, self.card)]
+        topics = [
+            cid
+            for cid in touched
+            if cid not in situational and (cid in heard or not one_argument(p, heard, cid))
+        ]
         if situational:
             held = [cid for cid in self.states if cid in situational]
             unmet = [cid for cid in held if self.states[cid].status != RESOLVED]

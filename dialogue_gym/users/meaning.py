@@ -202,6 +202,8 @@ class TurnMeaning:
         sentences: How many sentences were read.
         leading: The classes that are some sentence's likeliest reading.
         closing: The last sentence's likeliest reading (``None`` for an empty turn).
+        best_sentence: Concern id → the index of the sentence that reads likeliest as
+            answering it (two concerns best read in the same sentence are one argument).
     """
 
     concerns: Mapping[str, float]
@@ -210,6 +212,7 @@ class TurnMeaning:
     sentences: int
     leading: frozenset[str] = frozenset()
     closing: str | None = None
+    best_sentence: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _fit_softmax(
@@ -384,4 +387,7 @@ class MeaningReader:
             sentences=len(sentence_embeddings),
             leading=leading,
             closing=self.classes[int(probs[-1].argmax())],
+            best_sentence={
+                cid: int(probs[:, i].argmax()) for i, cid in enumerate(self.concern_ids)
+            },
         )

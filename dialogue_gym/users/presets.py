@@ -49,8 +49,10 @@ class UserPreset:
         meaning_threshold: The sentence-level meaning reader's probability at which a turn
             addresses a concern (:func:`~dialogue_gym.users.concerns.touch_excess`).
         focus_threshold: The reader's line for the concern the user has just voiced, when the
-            turn reads likelier as an answer to it than to anything else (it replies to
-            what the user just said).
+            turn reads as a reason (:func:`~dialogue_gym.users.concerns.answers_focus`).
+        focus_share: ... and at least this share of the turn's likeliest concern's probability.
+        reason_mass: The sum of the reader's concern probabilities at which a turn reads as
+            giving a reason at all (rather than asking, probing or acknowledging).
         pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
     """
 
@@ -78,7 +80,9 @@ class UserPreset:
     long_turn_penalty: float = 0.04
     situation_margin: float = 0.05
     meaning_threshold: float = 0.3
-    focus_threshold: float = 0.15
+    focus_threshold: float = 0.1
+    focus_share: float = 0.35
+    reason_mass: float = 0.5
     pushy_threshold: float = 0.6
 
 

@@ -157,6 +157,12 @@ class TemplateWording:
                     say("agree")
                 elif stance == "positive":
                     say("positive")
+                    # Leaning yes but held back: the answer says by what, so the ask gets
+                    # an answer ("Sounds good. Does it come out of my payment, though?").
+                    held = [c for c in self.tracker.blocking() if self.card.concern(c).voice]
+                    if held and len(parts) < 2:
+                        parts.append(self._voice(held[0]))
+                        keys.append("voice")
                 elif "pressure" in events and asks > 1:
                     say("pushback")
                 elif self._top_concern() is not None:

@@ -68,12 +68,11 @@ def touch_excess(
     anti-patterns. Situational concerns (met only by this user's own story) are read on the
     cosine path alone: the reader knows the card's stories, not this user's.
 
-    A concern in ``focus`` (the user has just voiced it) is read in that light: a turn that
-    gives a reason (:func:`answers_focus`) counts as answering it, level with the turn's best
-    topic — a person who has just said "I can't spare much" hears "fifty cents buys a year of
-    deworming pills" as the answer to that, not to a question about impact it never asked.
-    Other topics the turn reaches still share its credit (stuffing stays diluted), unless they
-    read best in the same sentence as the answer (:func:`one_argument`).
+    A concern in ``focus`` (under discussion) is read in that light: a turn that reads as its
+    answer (:func:`answers_focus`) counts as answering it, level with the turn's best topic.
+    Other topics the turn reaches still share its credit (stuffing stays diluted), unless
+    they read best in a sentence that carries the answer (:func:`one_argument`,
+    :meth:`ConcernTracker.credit`).
     """
     out: dict[str, float] = {}
     for concern in card.concerns:
@@ -92,25 +91,28 @@ def touch_excess(
     return out
 
 
-def one_argument(p: Perception, heard: Sequence[str], concern_id: str) -> bool:
-    """Whether ``concern_id`` reads best in the sentence that answers a ``heard`` concern.
+def one_argument(p: Perception, heard: Sequence[str], concern_id: str, preset: UserPreset) -> bool:
+    """Whether ``concern_id`` reads best in a sentence that also answers a ``heard`` concern.
 
     "Think of one child, not millions: $1 buys rehydration salts for her" answers a user who
     cannot relate to statistics with an example of impact; read in the light of the worry just
-    voiced it is one argument, not two topics stuffed into one turn.
+    voiced it is one argument, not two topics stuffed into one turn. A sentence carries a
+    heard concern when the reader gives it at least ``preset.argument_threshold`` there.
     """
-    if p.meaning is None or not heard:
+    if p.meaning is None or not heard or not p.meaning.per_sentence:
         return False
-    where = p.meaning.best_sentence
-    return concern_id in where and any(where.get(h) == where[concern_id] for h in heard)
+    rows = p.meaning.per_sentence
+    best = max(range(len(rows)), key=lambda i: rows[i].get(concern_id, 0.0))
+    return any(rows[best].get(h, 0.0) >= preset.argument_threshold for h in heard)
 
 
 def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: TaskCard) -> bool:
-    """Whether the turn reads as a reason answering ``concern_id``, the concern just voiced.
+    """Whether the turn reads as the answer to ``concern_id``, a concern under discussion.
 
-    It does when its sentences read as reasons (the reader's concern probabilities sum to at
-    least ``preset.reason_mass``) and ``concern_id`` is among the likely readings: at least
-    ``preset.focus_threshold`` and ``preset.focus_share`` of the likeliest concern's.
+    It does when ``concern_id`` is the reader's likeliest concern for the turn, at least
+    ``preset.focus_threshold`` and likelier than a near miss: a reason in the user's own
+    context needs less certainty than one out of the blue, but it still has to be about that
+    worry more than about any other (a loose reading here rewards scripts that never listen).
     """
     if p.meaning is None or card.concern(concern_id).situational is not None:
         return False
@@ -119,9 +121,9 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     }
     mine = scores.get(concern_id, 0.0)
     return (
-        sum(scores.values()) >= preset.reason_mass
+        mine >= max(scores.values())
+        and mine > p.meaning.near_miss
         and mine >= preset.focus_threshold
-        and mine >= preset.focus_share * max(scores.values())
     )
 
 
@@ -211,6 +213,7 @@ class ConcernTracker:
         # situation): before that nothing the system says can be a response to this user.
         self.disclosed = False
         self.voiced_now: list[str] = []  # the concerns the current reply voices
+        self.addressed_now: list[str] = []  # voiced concerns the current turn answered
         self.focus: frozenset[str] = frozenset()  # the concerns under discussion
 
     def begin(self, persona: Persona) -> None:
@@ -222,21 +225,22 @@ class ConcernTracker:
             self.states[concern_id] = ConcernState(strength=strength, needed=base + extra)
         self.disclosed = False
         self.voiced_now = []
+        self.addressed_now = []
         self.focus = frozenset()
 
     def next_reply(self) -> None:
         """Starts a simulator reply: the concerns under discussion become the focus.
 
-        They are the concerns the last reply voiced; when it voiced none, the ones in focus
-        before that are not resolved yet (a worry stays the topic until it is settled or the
-        user raises another). A turn that gives a reason close enough to one of them answers
-        it (:func:`answers_focus`).
+        They are the concerns the last reply voiced, and those voiced earlier that the last
+        turn answered in part (the user's reply took the answer in and said it is not settled
+        yet: the topic is still open). A worry the conversation left is not in focus any
+        more: a later answer to it counts on its own strength only. A turn that reads as the
+        answer to a concern in focus answers it (:func:`answers_focus`).
         """
-        if self.voiced_now:
-            self.focus = frozenset(self.voiced_now)
-        else:
-            self.focus = frozenset(c for c in self.focus if self.states[c].status != RESOLVED)
+        open_now = [c for c in self.addressed_now if self.states[c].status != RESOLVED]
+        self.focus = frozenset((*self.voiced_now, *open_now))
         self.voiced_now = []
+        self.addressed_now = []
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""
@@ -331,11 +335,13 @@ class ConcernTracker:
                 if (story if cid in situational else excess[cid]) >= best - preset.topic_margin
             ]
             situational = [cid for cid in situational if cid in touched]
-        heard = [cid for cid in self.focus if answers_focus(p, cid, preset, self.card)]
+        # A topic read best in the sentence that answers the worry under discussion is part
+        # of that answer, not a second topic (stuffing several answers still splits).
+        heard = [cid for cid in touched if cid in self.focus]
         topics = [
             cid
             for cid in touched
-            if cid not in situational and (cid in heard or not one_argument(p, heard, cid))
+            if cid not in situational and (cid in heard or not one_argument(p, heard, cid, preset))
         ]
         if situational:
             held = [cid for cid in self.states if cid in situational]
@@ -352,6 +358,8 @@ class ConcernTracker:
                     continue
                 voiced = c.voiced or (cid in situational and self.disclosed)
                 c.progress += share * (1.0 if voiced else preset.proactive_credit)
+                if voiced:  # the user's own topic stays open while it is being answered
+                    self.addressed_now.append(cid)
                 reasoned = True
                 events.append(f"addressed:{cid}")
                 if not voiced:

@@ -43,6 +43,7 @@ import numpy as np
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.mind.static import cache_root
+from dialogue_gym.prices import mask_prices
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -202,8 +203,8 @@ class TurnMeaning:
         sentences: How many sentences were read.
         leading: The classes that are some sentence's likeliest reading.
         closing: The last sentence's likeliest reading (``None`` for an empty turn).
-        best_sentence: Concern id → the index of the sentence that reads likeliest as
-            answering it (two concerns best read in the same sentence are one argument).
+        per_sentence: Per sentence, concern id → the probability that it answers that
+            concern (which sentence carries which argument).
     """
 
     concerns: Mapping[str, float]
@@ -212,7 +213,7 @@ class TurnMeaning:
     sentences: int
     leading: frozenset[str] = frozenset()
     closing: str | None = None
-    best_sentence: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    per_sentence: tuple[Mapping[str, float], ...] = ()
 
 
 def _fit_softmax(
@@ -333,6 +334,10 @@ class MeaningReader:
             add(examples.turns[act] if examples is not None else (), act)
         if not texts:
             raise PerceptionSetError(f"card {card.id!r}: nothing to fit a meaning reader on")
+        if card.user_model == "seller":
+            # The seller reads buyer turns with their prices masked ("Would you take $N?"):
+            # the reader learns from what it will read, not from numbers it never sees.
+            texts = [mask_prices(t) for t in texts]
         digest = hashlib.sha256(
             "\n".join(f"{t}\t{y}" for t, y in zip(texts, labels, strict=True)).encode()
         )
@@ -387,7 +392,7 @@ class MeaningReader:
             sentences=len(sentence_embeddings),
             leading=leading,
             closing=self.classes[int(probs[-1].argmax())],
-            best_sentence={
-                cid: int(probs[:, i].argmax()) for i, cid in enumerate(self.concern_ids)
-            },
+            per_sentence=tuple(
+                {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
+            ),
         )

@@ -48,11 +48,11 @@ class UserPreset:
             own situation than to any other persona's situation by this margin.
         meaning_threshold: The sentence-level meaning reader's probability at which a turn
             addresses a concern (:func:`~dialogue_gym.users.concerns.touch_excess`).
-        focus_threshold: The reader's line for the concern the user has just voiced, when the
-            turn reads as a reason (:func:`~dialogue_gym.users.concerns.answers_focus`).
-        focus_share: ... and at least this share of the turn's likeliest concern's probability.
-        reason_mass: The sum of the reader's concern probabilities at which a turn reads as
-            giving a reason at all (rather than asking, probing or acknowledging).
+        focus_threshold: The reader's line for a concern under discussion, when the turn
+            reads likeliest as its answer (:func:`~dialogue_gym.users.concerns.answers_focus`).
+        argument_threshold: The reader's probability at which a sentence carries the answer
+            to a concern under discussion, so that another topic read best in it is part of
+            that answer (:func:`~dialogue_gym.users.concerns.one_argument`).
         pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
     """
 
@@ -80,9 +80,8 @@ class UserPreset:
     long_turn_penalty: float = 0.04
     situation_margin: float = 0.05
     meaning_threshold: float = 0.3
-    focus_threshold: float = 0.1
-    focus_share: float = 0.35
-    reason_mass: float = 0.5
+    focus_threshold: float = 0.15
+    argument_threshold: float = 0.1
     pushy_threshold: float = 0.6
 
 

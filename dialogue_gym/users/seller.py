@@ -189,6 +189,8 @@ class SellerUser(SellerDynamics):
         self.decision = "neutral"
         self.opened = False
         self.addressed_last: list[str] = []
+        self.voiced_now: list[str] = []  # the concerns the current reply brings up
+        self.focus: frozenset[str] = frozenset()  # those the last reply brought up
         self.past_embeddings: list[np.ndarray] = []
         self.used: set[str] = set()
         self.replied: set[str] = set()  # this episode's replies (none is sent twice)
@@ -268,6 +270,7 @@ class SellerUser(SellerDynamics):
 
     def _voice(self, cid: str) -> str:
         self.arguments[cid].voiced = True
+        self.voiced_now.append(cid)
         return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
 
     def _top_concern(self) -> str | None:

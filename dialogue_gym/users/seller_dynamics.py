@@ -23,6 +23,7 @@ from dialogue_gym.prices import OfferReading, mask_prices, offer_in, read_offer
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
+from dialogue_gym.users.concerns import MEANING_SCALE
 from dialogue_gym.users.seller_listings import Listing, price_step
 from dialogue_gym.users.seller_presets import SellerPreset
 
@@ -133,6 +134,8 @@ class SellerDynamics:
     decision: str
     opened: bool
     addressed_last: list[str]
+    voiced_now: list[str]
+    focus: frozenset[str]
     past_embeddings: list[np.ndarray]
     _rng: np.random.Generator
 
@@ -193,6 +196,10 @@ class SellerDynamics:
         listing_price = self.listing.price
         if self.walked:
             return TurnEffect("after_walk", "refused", events=["walked_away"])
+        # What the seller just brought up (a flaw, the other listings) is what the buyer's
+        # reply is read against: "given that, would you take $N?" answers it.
+        self.focus = frozenset(self.voiced_now)
+        self.voiced_now = []
         # One view of the turn for the encoder, the cues and the price parser.
         text = text_view(text, self.analyzer.encoder)
         # The offer read in context: per month for a rent, not a total, a cost or a budget.
@@ -377,16 +384,47 @@ class SellerDynamics:
             self.mood = min(1.0, self.mood + 0.2)
             self.last_offer = None
 
+    def _scores(self, p: Any) -> dict[str, float]:
+        """Argument id → how strongly the turn argues it, on the cosine scale.
+
+        The higher of its closeness to the argument's prototypes and the sentence-level
+        meaning reader's probability mapped onto that scale (the reader's
+        ``meaning_threshold`` lands on ``unlock_threshold``), so a reason in the buyer's own
+        words counts as much as one in the card's. A reason the seller has just brought up
+        counts from ``focus_threshold`` when the turn reads likeliest as it.
+        """
+        preset = self.preset
+        likeliest = None
+        if p.meaning is not None:
+            concerns = p.meaning.concerns
+            top = max(concerns, key=lambda cid: concerns[cid])
+            likeliest = top if concerns[top] > p.meaning.near_miss else None
+        scores = {}
+        for cid in self.arguments:
+            # Every buyer turn carries an offer, which takes much of the reader's probability:
+            # the reason it reads likeliest counts from the lower line.
+            line = preset.reason_threshold if cid == likeliest else preset.meaning_threshold
+            by_meaning = preset.unlock_threshold + (p.addressing(cid) - line) * MEANING_SCALE
+            scores[cid] = max(p.unlock[cid], by_meaning)
+            if (
+                cid in self.focus
+                and cid == likeliest
+                and p.addressing(cid) >= preset.focus_threshold
+            ):
+                scores[cid] = max(scores[cid], preset.unlock_threshold)
+        return scores
+
     def _touched(self, p: Any) -> list[str]:
         """The arguments a turn touches: over the threshold, within the margin of its best."""
         preset = self.preset
-        best = max(p.unlock.values(), default=0.0)
+        scores = self._scores(p)
+        best = max(scores.values(), default=0.0)
         return [
             cid
             for cid in self.arguments
-            if p.unlock[cid] >= preset.unlock_threshold
-            and p.unlock[cid] >= p.anti[cid]
-            and p.unlock[cid] >= best - preset.unlock_margin
+            if scores[cid] >= preset.unlock_threshold
+            and scores[cid] >= p.anti[cid]
+            and scores[cid] >= best - preset.unlock_margin
         ]
 
     def _share(self, p: Any, cid: str) -> float:
@@ -399,8 +437,9 @@ class SellerDynamics:
         the :class:`~dialogue_gym.users.cognitive.CognitiveUser`.
         """
         touched = self._touched(p)
-        total = sum(p.unlock[c] for c in touched)
-        return float(p.unlock[cid] / total) if cid in touched and total > 0 else 1.0
+        scores = self._scores(p)
+        total = sum(scores[c] for c in touched)
+        return float(scores[cid] / total) if cid in touched and total > 0 else 1.0
 
     def _argument(self, p: Any, events: list[str]) -> str | None:
         """The one argument a turn is credited for (see :class:`SellerPreset`), or ``None``.
@@ -418,10 +457,11 @@ class SellerDynamics:
         if len(touched) >= 2:
             self.mood = max(-1.0, self.mood - preset.stuffing_mood)
             events.append("multi_topic")
-        top = max(p.unlock[cid] for cid in touched)
-        tied = [cid for cid in touched if p.unlock[cid] >= top - preset.tie_margin]
+        scores = self._scores(p)
+        top = max(scores[cid] for cid in touched)
+        tied = [cid for cid in touched if scores[cid] >= top - preset.tie_margin]
         # max() keeps the first of equals: the card's concern order breaks exact ties.
-        return max(tied, key=lambda cid: (self.arguments[cid].strength, p.unlock[cid]))
+        return max(tied, key=lambda cid: (self.arguments[cid].strength, scores[cid]))
 
     def _hold(self) -> str:
         return self.decision if self.decision in ("neutral", "positive") else "neutral"

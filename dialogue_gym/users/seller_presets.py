@@ -43,6 +43,12 @@ class SellerPreset:
         unlock_margin: A turn *touches* an argument when its score reaches
             ``unlock_threshold`` and lies within this margin of the turn's best score (a side
             match far below the best one is not an argument).
+        meaning_threshold: The sentence-level meaning reader's probability at which a turn
+            argues a reason in any words (it then scores ``unlock_threshold``).
+        reason_threshold: The same line for the reason the reader finds likeliest in the turn
+            (above its near misses): an offer in the same sentence takes probability from it.
+        focus_threshold: ... and for a reason the seller brought up in its last reply ("Full
+            disclosure, the fan is loud." — "Given that, would you take $N?").
         tie_margin: Touched arguments within this margin of the best score are tied; a tie
             goes to the persona's own (strongest) concern. Only one argument is credited per
             turn: the best (after tie-breaking), with its share of the turn's one unit of
@@ -78,6 +84,9 @@ class SellerPreset:
     max_gain: float = 0.6
     unlock_threshold: float = 0.5
     unlock_margin: float = 0.3
+    meaning_threshold: float = 0.3
+    reason_threshold: float = 0.2
+    focus_threshold: float = 0.1
     tie_margin: float = 0.02
     stuffing_mood: float = 0.05
     proactive_credit: float = 0.5

@@ -389,7 +389,8 @@ def test_stuffing_splits_the_turns_credit_and_costs_mood(seller_factory):
     # What the seller perceives: the turn with its price masked.
     seen = stuffed.analyzer.perceive(mask_prices(text, 500.0))
     touched = stuffed._touched(seen)
-    share = seen.unlock[credited] / sum(seen.unlock[cid] for cid in touched)
+    scores = stuffed._scores(seen)  # by prototypes or by meaning, whichever is higher
+    share = scores[credited] / sum(scores[cid] for cid in touched)
     assert len(touched) >= 2 and credited in touched
     single_turn = single.respond(f"{ONE_REASON[credited]} Would you take $350?")
     assert _credited(single_turn.events) == [f"addressed:{credited}"]
@@ -435,13 +436,20 @@ def test_ties_go_to_the_personas_own_concern(seller_factory):
     scores = {"condition": 0.70, "market": 0.71, "convenience": 0.3, "budget": 0.3}
     anti = dict.fromkeys(scores, 0.0)
     events: list[str] = []
-    chosen = seller._argument(types.SimpleNamespace(unlock=scores, anti=anti), events)
+
+    def turn(unlock: dict[str, float]) -> types.SimpleNamespace:
+        # Scores by prototypes only: no meaning reading.
+        return types.SimpleNamespace(
+            unlock=unlock, anti=anti, meaning=None, addressing=lambda c: 0.0
+        )
+
+    chosen = seller._argument(turn(scores), events)
     assert chosen == "condition" and events == ["multi_topic"]
     clear = dict(scores, market=0.80)  # not a tie: the best argument wins
-    assert seller._argument(types.SimpleNamespace(unlock=clear, anti=anti), []) == "market"
+    assert seller._argument(turn(clear), []) == "market"
     side = dict(scores, condition=0.45)  # below threshold: touched once, no stuffing
     events = []
-    assert seller._argument(types.SimpleNamespace(unlock=side, anti=anti), events) == "market"
+    assert seller._argument(turn(side), events) == "market"
     assert events == []
 
 

@@ -93,6 +93,9 @@ class TemplateWording:
         self.analyzer = analyzer
         self.used: set[str] = set()
         self.replied: list[str] = []  # this episode's replies so far (none is said twice)
+        self.told = False
+        # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
+        self._story_told_once = any(c.situational is not None for c in card.concerns)
 
     def begin(
         self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
@@ -104,6 +107,7 @@ class TemplateWording:
         self.tracker = tracker
         self.used = set()
         self.replied = []
+        self.told = False  # the user has told its story (the ``{situation}`` fact)
 
     def reply(
         self,
@@ -196,6 +200,15 @@ class TemplateWording:
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        if self._story_told_once:
+            # A speaker whose story is what the listener must hear tells it once, as soon as a
+            # reply can: before that the wordings that tell it, after it the ones that do not
+            # (so "it's nice to tell it properly" never comes before the telling, and the
+            # opening line is never told again word for word).
+            telling = tuple(o for o in options if "{situation}" in o)
+            other = tuple(o for o in options if "{situation}" not in o)
+            if telling and other:
+                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
@@ -218,6 +231,7 @@ class TemplateWording:
         values.update(self.persona.facts)
         if "{situation}" in template:
             self.tracker.disclosed = True  # the user has told its story
+            self.told = True
         return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
 
     def _unrepeated(self, core: str, key: str) -> str:

@@ -91,6 +91,8 @@ __all__ = [
 ]
 
 _START_MOOD = 0.1
+_CONCEDES = re.compile(r"\b(come down to|go (down )?to)\b", re.IGNORECASE)
+"""Counter wordings that present the price as a move down (used only when the price moved)."""
 # The seller's z_0 scalars (receptivity, confidence, valence): guarded, uncommitted, polite.
 _START_SCALARS = (0.16, 0.35, _START_MOOD)
 # How far a stance moves commitment c toward the target (on top of the concession made).
@@ -311,6 +313,10 @@ class SellerUser(SellerDynamics):
         options = self._options(key)
         if step.offer is None:
             options = tuple(t for t in options if "{offer}" not in t) or options
+        if not step.moved:
+            # "I could come down to $1,275" when $1,275 is the price already stated would
+            # frame holding firm as a concession.
+            options = tuple(t for t in options if not _CONCEDES.search(t)) or options
         template = self._pick(key, options)
         if "{concern_voice}" in template:
             cid = "condition" if step.condition_question else self._top_concern()

@@ -105,6 +105,7 @@ class TurnEffect:
     offer: float | None = None
     addressed: list[str] = dataclasses.field(default_factory=list)
     condition_question: bool = False
+    moved: bool = False  # the stated price came down this turn
 
 
 class SellerDynamics:
@@ -354,6 +355,7 @@ class SellerDynamics:
             step.kind = "repetition"
         elif offer is None and (p.question or p.greeting):
             step.kind = "inquiry" if p.question else "greeting"
+        step.moved = self.stated_ask < self.last_counter - 1e-6
         self.last_counter = self.stated_ask
         return step
 

@@ -77,7 +77,9 @@ _CITED_NEAR = re.compile(
 _CITED_AFTER = re.compile(
     r"^\s*(?:new|brand new|retail|when new|originally|at the store|in stores|online|elsewhere|"
     r"on (?:ebay|amazon|craigslist|marketplace)|or (?:so )?(?:new|retail)|is (?:what|the) "
-    r"(?:i|they|it) (?:paid|cost|retail))\b",
+    r"(?:i|they|it) (?:paid|cost|retail)|(?:is|was) (?:where you (?:started|are|were)|what "
+    r"you(?:'re| are| were)? asking|your (?:\w+ )?(?:price|ask)|the (?:full |asking |listing |"
+    r"list |original )+price|(?:too|a bit|a little|way) (?:high|much|steep)))\b",
     re.IGNORECASE,
 )
 _RETRACT_AFTER = re.compile(
@@ -161,6 +163,8 @@ def _role(text: str, mention: PriceMention, is_last: bool, next_start: int | Non
             or context.is_total(text, mention.start, mention.end, before)
         ):
             return "total"
+        if _CITED_AFTER.match(after):
+            return "cited"  # "to be clear, $380 is where you started": the seller's price
         if context.is_clarified(text, mention.start):
             return "clarified"
         if context.is_restated(before):

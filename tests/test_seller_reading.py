@@ -363,3 +363,17 @@ def test_the_seller_never_sends_the_same_message_twice(make_seller) -> None:
         seller = make_seller(listing)
         replies = [seller.respond("Would you take $200 for it? " * 12).text for _ in range(8)]
         assert len({r.lower() for r in replies}) == len(replies), replies
+
+
+def test_a_price_named_as_the_sellers_is_not_the_offer_even_after_to_be_clear() -> None:
+    """Blind play round 3, CB seed 25: "Just to be clear, $380 is where you started ... would
+    you meet me halfway at $355?" was read as an offer of $380 (and closed on)."""
+    from dialogue_gym.prices import read_offer
+
+    text = (
+        "Just to be clear, $380 is where you started, so that isn't coming down. "
+        "Would you meet me halfway at $355, cash in hand today?"
+    )
+    assert read_offer(text, reference=380.0).offer == 355.0
+    assert read_offer("$380 is the full asking price, could you do $310?", 380.0).offer == 310.0
+    assert read_offer("To be clear, $1,225 is my offer, not $22,000.", 1300.0).offer == 1225.0

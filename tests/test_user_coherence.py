@@ -73,6 +73,16 @@ def test_backing_off_gets_a_goodbye_not_go_on(p4g: Any) -> None:
     assert steps[0]["reply"] in p4g.card.replies["farewell"]
 
 
+def test_a_goodbye_put_last_after_thanks_is_a_goodbye(p4g: Any) -> None:
+    """Blind play round 3 (P4G seed 20): a goodbye after thanks was answered "And then what?"."""
+    goodbye = (
+        "That's completely fine, and thank you for hearing me out. If anything I said was "
+        "unclear I'm happy to answer, otherwise I hope the rest of your day goes easy."
+    )
+    steps = _play(p4g, [goodbye])
+    assert "farewell" in steps[0]["events"], steps
+
+
 def test_no_reply_is_said_twice_in_an_episode(p4g: Any) -> None:
     for seed in range(5):
         steps = _play(p4g, ["Okay."] * 8, seed)

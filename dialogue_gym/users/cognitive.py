@@ -32,7 +32,7 @@ from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
+from dialogue_gym.users.analysis import ASK_LINE, CLOSING_ASK_LINE, Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.concerns import VOICE_MATCH, ConcernState, ConcernTracker, ConcernTracking
 from dialogue_gym.users.decision import DecisionContext, DecisionRule, ThresholdDecision
@@ -272,7 +272,11 @@ class CognitiveUser:
         if p.meaning is None or p.question:
             return False
         farewell = p.act("farewell")
-        return farewell >= 0.5 and farewell >= max(p.meaning.acts.values())
+        if p.meaning.closing == "farewell":
+            # People put their goodbye last ("Thanks for hearing me out ... I hope the rest of
+            # your day goes easy."), where it splits with thanks and warmth: the lower line.
+            return farewell >= CLOSING_ASK_LINE
+        return farewell >= ASK_LINE and farewell >= max(p.meaning.acts.values())
 
     def _decide(
         self,

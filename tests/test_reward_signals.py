@@ -150,6 +150,11 @@ def test_refusals_while_concerns_block_can_be_rational(make_env, fixed_system):
 
 
 def test_refusing_a_reason_is_not_rational(make_env, fixed_system, monkeypatch):
+    # A reason and no ask (the hashing encoder's reader reads "even a small donation helps"
+    # as a closing ask, and refusing an ask while a concern blocks is rational).
+    fixed_system.text = (
+        "About 85 percent of Save the Children's spending goes to programs for children."
+    )
     env = _user_seat(make_env, fixed_system)
     user = env.user
     perceive = user._perceive

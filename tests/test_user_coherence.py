@@ -163,3 +163,21 @@ def test_a_disclaimer_of_guilt_is_not_a_guilt_trip(p4g: Any) -> None:
     assert not analyzer.perceive("Fair enough, no guilt intended: you owe nothing.").pressure_cue
     assert not analyzer.perceive("Please don't feel guilty if you say no.").pressure_cue
     assert analyzer.perceive("You should feel guilty keeping it all.").pressure_cue
+
+
+def test_a_long_opening_that_asks_is_answered_not_greeted_back() -> None:
+    """Blind play round 3 (Merchant, Courier): a full pitch ending in a question got "Not bad,
+    thanks. What's this about?" (an unasked "how are you" answered, the pitch ignored)."""
+    env = dialogue_gym.make("Courier-hard", privileged=True)
+    card = env.card
+    pitch = (
+        "Hi, thanks for taking a moment. This week there's a Northgate regional bonus: $60 on "
+        "top of your normal pay for one 4-hour block in the Northgate zone, plus an $8 fuel "
+        "allowance. Would you be open to hearing a bit more?"
+    )
+    for seed in range(5):
+        steps = _play(env, [pitch], seed)
+        greetings = {g.lower() for g in card.replies["greeting"]}
+        assert steps[0]["reply"].lower() not in greetings, steps
+    short = _play(env, ["Hi there! How are you doing today?"])
+    assert short[0]["reply"].lower() in {g.lower() for g in card.replies["greeting"]}, short

@@ -37,6 +37,10 @@ def _stated_stance(text: str, card: TaskCard) -> str:
     return classify_stance(text, card)
 
 
+PITCH_WORDS = 15
+"""An opening longer than this that asks a question is a pitch, not a greeting."""
+
+
 def pick_unused(
     rng: np.random.Generator, used: set[str], key: str, options: tuple[str, ...]
 ) -> str:
@@ -177,7 +181,7 @@ class TemplateWording:
                 say("agree")  # decided without being asked (decision_trigger = "any")
             elif "farewell" in events and not parts:
                 say("farewell")  # the system is backing off: the user closes, not "go on"
-            elif p.greeting and exchange <= 1 and not parts:
+            elif p.greeting and exchange <= 1 and not parts and not self._pitched(p):
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
                 if self._top_concern(unvoiced_only=True) is not None:
@@ -198,6 +202,17 @@ class TemplateWording:
                 second = second[:1].lower() + second[1:]
             parts[1] = second if second.startswith("But") else f"But {second}"
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
+
+    @staticmethod
+    def _pitched(p: Perception) -> bool:
+        """A long opening that asks something: it is answered, not greeted back.
+
+        "Hi, thanks for a minute. This week there's a $60 bonus for one block in Northgate.
+        Would you be open to hearing more?" gets an answer to its question, not "Not bad,
+        thanks. What's this about?" (nobody asked how the user is, and it said what it is
+        about).
+        """
+        return p.question and p.words > PITCH_WORDS
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
         if self._story_told_once:

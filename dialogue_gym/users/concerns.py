@@ -116,14 +116,10 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     """
     if p.meaning is None or card.concern(concern_id).situational is not None:
         return False
-    scores = {
-        c.id: p.meaning.concerns.get(c.id, 0.0) for c in card.concerns if c.situational is None
-    }
-    mine = scores.get(concern_id, 0.0)
+    readable = [c.id for c in card.concerns if c.situational is None]
     return (
-        mine >= max(scores.values())
-        and mine > p.meaning.near_miss
-        and mine >= preset.focus_threshold
+        p.meaning.likeliest(readable) == concern_id
+        and p.addressing(concern_id) >= preset.focus_threshold
     )
 
 

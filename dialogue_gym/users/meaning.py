@@ -215,6 +215,18 @@ class TurnMeaning:
     closing: str | None = None
     per_sentence: tuple[Mapping[str, float], ...] = ()
 
+    def likeliest(self, among: Sequence[str] | None = None) -> str | None:
+        """The concern (of ``among``, default all) the turn reads likeliest as answering.
+
+        ``None`` when it is no likelier than a near miss: the turn touches the topic without
+        answering anything.
+        """
+        ids = list(self.concerns) if among is None else [c for c in among if c in self.concerns]
+        if not ids:
+            return None
+        top = max(ids, key=lambda cid: self.concerns[cid])
+        return top if self.concerns[top] > self.near_miss else None
+
 
 def _fit_softmax(
     x: np.ndarray, y: np.ndarray, classes: int, l2: float = 1e-3, steps: int = 400

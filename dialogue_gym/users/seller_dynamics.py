@@ -396,11 +396,7 @@ class SellerDynamics:
         counts from ``focus_threshold`` when the turn reads likeliest as it.
         """
         preset = self.preset
-        likeliest = None
-        if p.meaning is not None:
-            concerns = p.meaning.concerns
-            top = max(concerns, key=lambda cid: concerns[cid])
-            likeliest = top if concerns[top] > p.meaning.near_miss else None
+        likeliest = None if p.meaning is None else p.meaning.likeliest()
         scores = {}
         for cid in self.arguments:
             # Every buyer turn carries an offer, which takes much of the reader's probability:
@@ -416,10 +412,13 @@ class SellerDynamics:
                 scores[cid] = max(scores[cid], preset.unlock_threshold)
         return scores
 
-    def _touched(self, p: Any) -> list[str]:
-        """The arguments a turn touches: over the threshold, within the margin of its best."""
+    def _touched(self, p: Any, scores: dict[str, float] | None = None) -> list[str]:
+        """The arguments a turn touches: over the threshold, within the margin of its best.
+
+        ``scores`` are the turn's :meth:`_scores` when the caller has them already.
+        """
         preset = self.preset
-        scores = self._scores(p)
+        scores = self._scores(p) if scores is None else scores
         best = max(scores.values(), default=0.0)
         return [
             cid
@@ -438,8 +437,8 @@ class SellerDynamics:
         reason made on its own — covering every topic blindly dilutes each of them, as with
         the :class:`~dialogue_gym.users.cognitive.CognitiveUser`.
         """
-        touched = self._touched(p)
         scores = self._scores(p)
+        touched = self._touched(p, scores)
         total = sum(scores[c] for c in touched)
         return float(scores[cid] / total) if cid in touched and total > 0 else 1.0
 
@@ -453,13 +452,13 @@ class SellerDynamics:
         (:meth:`_share`).
         """
         preset = self.preset
-        touched = self._touched(p)
+        scores = self._scores(p)
+        touched = self._touched(p, scores)
         if not touched:
             return None
         if len(touched) >= 2:
             self.mood = max(-1.0, self.mood - preset.stuffing_mood)
             events.append("multi_topic")
-        scores = self._scores(p)
         top = max(scores[cid] for cid in touched)
         tied = [cid for cid in touched if scores[cid] >= top - preset.tie_margin]
         # max() keeps the first of equals: the card's concern order breaks exact ties.

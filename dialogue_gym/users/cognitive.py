@@ -60,6 +60,15 @@ __all__ = [
     "card_preset",
 ]
 
+_OPEN_DOOR = re.compile(
+    r"\bif (you|that)(\s+(ever|still|do|should))?\s*(decide|change|['’]d like|would like|want|"
+    r"wish|feel like|feel ready|['’]re open|are open|choose|['’]re up for|are up for|"
+    r"['’]re ever|are ever)",
+    re.I,
+)
+"""An ask that leaves the door open ("if you decide you want a block, you can book it in the
+app", "if you change your mind, just name an amount"): after a no it is not asking again."""
+
 # How far a stance moves commitment c toward the target (on top of the resolved concerns).
 _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
 
@@ -230,9 +239,11 @@ class CognitiveUser:
             self.affect -= affect_lost
             self.mood -= mood_lost
         # "No pressure, but would you ...?" right after a no is still asking again: only a
-        # reason on something else makes a new ask fair.
+        # reason on something else makes a new ask fair. Leaving the door open ("if you
+        # change your mind, just name an amount") asks nothing of the user now.
         new_reason = any(e.startswith("addressed:") and e != "addressed:pressure" for e in events)
-        pressure = pushy or (p.ask and self.refused_ask and not new_reason)
+        open_door = bool(_OPEN_DOOR.search(p.view))
+        pressure = pushy or (p.ask and self.refused_ask and not new_reason and not open_door)
         if pressure:
             self.affect -= preset.pressure_penalty
             self.mood -= 0.15
@@ -240,14 +251,11 @@ class CognitiveUser:
             if "addressed:pressure" in events:
                 events.remove("addressed:pressure")
                 reasoned = new_reason
-        # Backing off that settles the user's dislike of being pushed ("Good, no pressure is
-        # how it should be. I'm open to it.") also makes one more ask fair: the user said so.
-        pressure_state = self.tracker.states.get("pressure")
-        backed_off = (
-            "addressed:pressure" in events
-            and pressure_state is not None
-            and pressure_state.status == RESOLVED
-        )
+        # Backing off after a no ("Sorry if that came across as pushy; not this time is a fine
+        # answer") makes one more soft ask fair: the user took it in ("That's less pushy. Give
+        # me a sec.") and waits to be asked, not dropped. In the same turn as the ask it does
+        # not count (the ask was already pressure above, and its credit taken back).
+        backed_off = "addressed:pressure" in events
         if new_reason or backed_off:
             self.refused_ask = False  # a reason since the no: asking again is fair
         if not p.ask and not reasoned and self._says_goodbye(p):

@@ -127,12 +127,12 @@ class TemplateWording:
         parts: list[str] = []
         keys: list[str] = []
 
-        def say(key: str) -> None:
+        def say(key: str, concern: str | None = None) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
                 key = "neutral"
             keys.append(key)
             template = self._pick(key, replies[key])
-            concern = self._top_concern()
+            concern = concern or self._top_concern()
             voice = ""
             if "{concern_voice}" in template and concern:
                 if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
@@ -174,7 +174,7 @@ class TemplateWording:
                 elif "pressure" in events and asks > 1:
                     say("pushback")
                 elif self._top_concern() is not None:
-                    say("refuse_concern")
+                    say("refuse_concern", self._refusal_reason(events))
                 else:
                     say("refuse")
             elif stance == "agree":
@@ -239,6 +239,23 @@ class TemplateWording:
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
         return self.tracker.top(unvoiced_only)
+
+    def _refusal_reason(self, events: list[str]) -> str | None:
+        """The concern a no gives as its reason: the strongest one barely touched, else the top.
+
+        Barely touched: less than half an answer so far. "Sorry, I can't. Audited, huh? That's a
+        start." names the worry that was just answered and hides the one that holds the user
+        back; people say what is still in the way ("Sorry, I can't. Does a dollar even do
+        anything?"). Dislike of being pushed is the reason only when the turn pushed: after a
+        polite ask it would accuse the asker.
+        """
+        states = self.tracker.states
+        for cid, state in states.items():  # strongest first
+            barely = state.status != RESOLVED and state.progress < 0.5
+            fair = cid != "pressure" or "pressure" in events
+            if barely and fair and self.card.concern(cid).voice:
+                return cid
+        return self._top_concern()
 
     def _fill(self, template: str) -> str:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""

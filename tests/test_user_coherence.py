@@ -181,3 +181,98 @@ def test_a_long_opening_that_asks_is_answered_not_greeted_back() -> None:
         assert steps[0]["reply"].lower() not in greetings, steps
     short = _play(env, ["Hi there! How are you doing today?"])
     assert short[0]["reply"].lower() in {g.lower() for g in card.replies["greeting"]}, short
+
+
+@pytest.mark.parametrize(
+    ("card_id", "turn"),
+    [
+        (
+            "p4g",
+            "Glad to hear it. If you'd like to give, just name any amount; if not, that's fine.",
+        ),
+        (
+            "courier",
+            "Now that the conditions are clear, would you like me to book one Northgate block, "
+            "11 am to 3 pm or 5 to 9 pm on a day of your choice from Thursday to Sunday?",
+        ),
+        (
+            "merchant",
+            "I'm glad that's covered. If you'd like, I'll set up that small trial now, one dish "
+            "and a low cap, and you can stop it any day; if you'd rather wait, that's fine too.",
+        ),
+    ],
+)
+def test_an_ask_in_any_form_is_heard(card_id: str, turn: str) -> None:
+    """Blind play round 3: asks carrying the offer's terms and conditional offers ("if you'd
+    like, say the word and I'll book it") were read as no ask, so a user with nothing left to
+    worry about could not say yes and "ignored the direct question"."""
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.mind.encoders import make_encoder
+    from dialogue_gym.users.analysis import UtteranceAnalyzer
+
+    analyzer = UtteranceAnalyzer.for_user(load_card(card_id), make_encoder("minilm"))
+    assert analyzer.perceive(turn).ask
+    assert not analyzer.perceive("Of course, take the time you need.").ask
+    assert not analyzer.perceive("What would you want to know first?").ask
+
+
+def _refused_at_once(env: Any, max_seeds: int = 30) -> int:
+    """The first seed whose persona refuses a polite first ask (asked after a hello)."""
+    for seed in range(max_seeds):
+        _play(env, ["Hi! How's your day going?", POLITE], seed)
+        if env.user.decision == "refused":
+            return seed
+    pytest.fail(f"no persona refused the first ask in {max_seeds} seeds")
+
+
+def test_a_no_names_what_still_holds_the_user_back(p4g: Any) -> None:
+    """A refusal voices the strongest concern the system has barely touched, not a partial
+    acknowledgement of the one it just answered ("Sorry, I can't. Audited, huh? That's a
+    start.")."""
+    seen = 0
+    for seed in range(30):
+        steps = _play(p4g, [REASON, POLITE], seed)
+        states = p4g.user.tracker.states
+        if len(steps) < 2 or p4g.user.decision != "refused":
+            continue
+        barely = [
+            cid
+            for cid, s in states.items()
+            if s.status != "resolved" and s.progress < 0.5 and cid != "pressure"
+        ]
+        if not barely:
+            continue
+        seen += 1
+        assert f"voiced:{barely[0]}" in steps[1]["events"], (steps, barely)
+    assert seen, "no refusal with an untouched concern in 30 seeds"
+
+
+def test_leaving_the_door_open_after_a_no_is_not_pressure(p4g: Any) -> None:
+    seed = _refused_at_once(p4g)
+    _play(p4g, ["Hi! How's your day going?", POLITE], seed)
+    _, _, _, _, infos = p4g.step(
+        {"system": "That's fine. If you change your mind, just name an amount here."}
+    )
+    assert "pressure" not in infos["system"]["privileged"]["user_events"]
+    _, _, _, _, infos = p4g.step({"system": "So, would you donate something now?"})
+    assert "pressure" in infos["system"]["privileged"]["user_events"]
+
+
+def test_backing_off_after_a_no_makes_one_more_ask_fair() -> None:
+    """ "That's less pushy. Give me a sec." is the user taking the back-off in: one more soft ask
+    after it is fair, not "lol wow, that's pretty pushy" (blind play round 3, P4G seed 22)."""
+    env = dialogue_gym.make("P4G-hard", privileged=True)
+    back_off = "Sorry if that came across as pushy. No is a perfectly fine answer, it's your call."
+    ask = "Would you like to donate a little of your payment?"
+    seen = 0
+    for seed in range(40):
+        _play(env, ["Hi! How's your day going?", ask], seed)
+        if env.user.decision != "refused":
+            continue
+        _, _, _, _, infos = env.step({"system": back_off})
+        if "addressed:pressure" not in infos["system"]["privileged"]["user_events"]:
+            continue
+        seen += 1
+        _, _, _, _, infos = env.step({"system": POLITE.replace("a little", "something")})
+        assert "pressure" not in infos["system"]["privileged"]["user_events"]
+    assert seen, "no persona with the pressure concern took the back-off in in 40 seeds"

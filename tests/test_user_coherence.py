@@ -200,12 +200,25 @@ def test_a_long_opening_that_asks_is_answered_not_greeted_back() -> None:
             "I'm glad that's covered. If you'd like, I'll set up that small trial now, one dish "
             "and a low cap, and you can stop it any day; if you'd rather wait, that's fine too.",
         ),
+        (
+            "p4g",
+            "I'm simply asking whether you'd like to give part of your $2 to Save the Children, "
+            "anything from one cent, and you'd just name the amount here. If the answer is no, "
+            "that's completely fine and we can leave it there.",
+        ),
+        (
+            "p4g",
+            "Right, it can be both, but only if you want. If you’d like to add a few cents "
+            "from this payment, just name the amount; if not, no worries at all, and thanks "
+            "again.",
+        ),
     ],
 )
 def test_an_ask_in_any_form_is_heard(card_id: str, turn: str) -> None:
-    """Blind play round 3: asks carrying the offer's terms and conditional offers ("if you'd
-    like, say the word and I'll book it") were read as no ask, so a user with nothing left to
-    worry about could not say yes and "ignored the direct question"."""
+    """Blind play rounds 3 and 4: asks carrying the offer's terms, conditional offers ("if
+    you'd like, say the word and I'll book it") and asks followed by an opt-out (in the next
+    sentence or the same one) were read as no ask, so a user with nothing left to worry about
+    could not say yes and "ignored the direct question"."""
     from dialogue_gym.cards import load_card
     from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.users.analysis import UtteranceAnalyzer
@@ -214,6 +227,7 @@ def test_an_ask_in_any_form_is_heard(card_id: str, turn: str) -> None:
     assert analyzer.perceive(turn).ask
     assert not analyzer.perceive("Of course, take the time you need.").ask
     assert not analyzer.perceive("What would you want to know first?").ask
+    assert not analyzer.perceive("I won't push. No is a perfectly good answer.").ask
 
 
 def _refused_at_once(env: Any, max_seeds: int = 30) -> int:

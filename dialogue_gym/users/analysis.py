@@ -81,15 +81,38 @@ ASK_LINE, CLOSING_ASK_LINE = 0.5, 0.3
 """A turn asks when a sentence reads as an ask with this probability, or with the lower one
 when the ask is the likeliest reading of the turn's last sentence, where people put their
 ask ("Would you like to give it a try, or would you rather think it over?" splits between
-an ask and an acknowledgement)."""
+an ask and an acknowledgement) — or of the last one before an opt-out, a thanks or a goodbye
+(:attr:`~dialogue_gym.users.meaning.TurnMeaning.closing_ask`)."""
 
 
 def _reads_as_ask(read: TurnMeaning) -> bool:
+    if read.closing_ask >= CLOSING_ASK_LINE:
+        return True
     for act in ASKS:
         score = read.acts.get(act, 0.0)
         if score >= ASK_LINE or (score >= CLOSING_ASK_LINE and read.closing == act):
             return True
     return False
+
+
+_OPT_OUT = re.compile(
+    r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|no pressure\b|"
+    r"if (?:you(?:['’]d| would) rather|you(?:['’]re| are) not|that(?:['’]s| is) a no|"
+    r"the answer is no)|or (?:simply |just )?say no\b)",
+    re.I,
+)
+
+
+def _request_head(sentence: str) -> str | None:
+    """The words before an opt-out clause that ends ``sentence``, or ``None``.
+
+    ``None`` also when fewer than three words come before it.
+    """
+    match = _OPT_OUT.search(sentence)
+    if match is None:
+        return None
+    head = sentence[: match.start()].strip()
+    return head if len(head.split()) >= 3 else None
 
 
 def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
@@ -262,7 +285,11 @@ class UtteranceAnalyzer:
                 zero, True, False, False, False, False, False, scores, dict(scores), 0.0, 0, view
             )
         sentences = split_sentences(view) if self.meaning_reader is not None else []
-        extra = [s for s in sentences if s != view]
+        # The request before an opt-out in the same sentence ("If you'd like to add a few cents,
+        # just name the amount; if not, no worries at all") is read on its own as well: the
+        # opt-out reads as backing off and would drown the ask.
+        head = _request_head(sentences[-1]) if sentences and self._requests else None
+        extra = [s for s in dict.fromkeys([*sentences, *([head] if head else [])]) if s != view]
         by_text: dict[str, np.ndarray] = {}
         if embedding is None or extra:
             # One encoder call for the turn and its sentences (a one-sentence turn is its own
@@ -304,6 +331,8 @@ class UtteranceAnalyzer:
         # ... and by meaning: people ask for the goal in more ways than any cue list holds
         # (on tasks that have a request at all: an invitation to share is no ask on ED).
         ask = ask or (self._requests and read is not None and _reads_as_ask(read))
+        if not ask and head is not None and self.meaning_reader is not None:
+            ask = self.meaning_reader.polite_ask(by_text[head]) >= CLOSING_ASK_LINE
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)
         greeting = self._cue("greeting", cues)

@@ -75,6 +75,9 @@ _WORD = re.compile(r"\w")
 
 ASKS = ("ask_polite", "ask_pushy")
 """The acts that ask for the task's goal: read only on tasks that have a request."""
+TAILS = ("pressure", "acknowledge", "farewell")
+"""Readings of a sentence that can follow a request without replacing it as the turn's close:
+an opt-out (read as answering the dislike of being pushed), a thanks, a goodbye."""
 
 
 def has_requests(card: TaskCard) -> bool:
@@ -205,6 +208,10 @@ class TurnMeaning:
         closing: The last sentence's likeliest reading (``None`` for an empty turn).
         per_sentence: Per sentence, concern id → the probability that it answers that
             concern (which sentence carries which argument).
+        closing_ask: The probability that the turn's closing request is an ask: that of the
+            last sentence that is not an opt-out, a thanks or a goodbye ("..., would you like to
+            give part of your $2? If the answer is no, that's completely fine."), when a polite
+            ask is its likeliest reading (0 otherwise).
     """
 
     concerns: Mapping[str, float]
@@ -214,6 +221,7 @@ class TurnMeaning:
     leading: frozenset[str] = frozenset()
     closing: str | None = None
     per_sentence: tuple[Mapping[str, float], ...] = ()
+    closing_ask: float = 0.0
 
     def likeliest(self, among: Sequence[str] | None = None) -> str | None:
         """The concern (of ``among``, default all) the turn reads likeliest as answering.
@@ -388,6 +396,11 @@ class MeaningReader:
         probs = np.exp(logits)
         return probs / probs.sum(axis=1, keepdims=True)
 
+    def polite_ask(self, embedding: np.ndarray) -> float:
+        """The probability that a clause is a polite ask (0 unless it is its likeliest reading)."""
+        row = self.probabilities(embedding)[0]
+        return float(row.max()) if self.classes[int(row.argmax())] == "ask_polite" else 0.0
+
     def read(self, sentence_embeddings: np.ndarray) -> TurnMeaning:
         """The meaning of a turn from the embeddings of its sentences (one row each)."""
         if len(sentence_embeddings) == 0:
@@ -407,4 +420,17 @@ class MeaningReader:
             per_sentence=tuple(
                 {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
             ),
+            closing_ask=self._closing_ask(probs),
         )
+
+    def _closing_ask(self, probs: np.ndarray) -> float:
+        """See :attr:`TurnMeaning.closing_ask`."""
+        for row in probs[::-1]:
+            reading = self.classes[int(row.argmax())]
+            if reading in ASKS:
+                # Only a polite ask: "I won't push." reads as a pushy one, and a turn that backs
+                # off is no request.
+                return float(row.max()) if reading == "ask_polite" else 0.0
+            if reading not in TAILS:
+                return 0.0
+        return 0.0

@@ -290,3 +290,23 @@ def test_backing_off_after_a_no_makes_one_more_ask_fair() -> None:
         _, _, _, _, infos = env.step({"system": POLITE.replace("a little", "something")})
         assert "pressure" not in infos["system"]["privileged"]["user_events"]
     assert seen, "no persona with the pressure concern took the back-off in in 40 seeds"
+
+
+def test_a_question_about_what_the_user_wants_to_know_is_no_ask() -> None:
+    """Blind play round 4 (Merchant seed 30): "Is there anything specific you'd want to be sure
+    of first, ...?" was read as an ask; refused, it made the real ask two turns later "pushy"."""
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.mind.encoders import make_encoder
+    from dialogue_gym.users.analysis import UtteranceAnalyzer
+
+    analyzer = UtteranceAnalyzer.for_user(load_card("merchant"), make_encoder("minilm"))
+    probe = (
+        "Of course. Is there anything specific you'd want to be sure of first, whether it's the "
+        "cost, how the kitchen would cope, or what happens if it doesn't work out for you?"
+    )
+    assert not analyzer.perceive(probe).ask
+    asks_first = (
+        "That's everything on the terms. Would you like to join for the two trial weekends, "
+        "or is there anything else you'd want to know first?"
+    )
+    assert analyzer.perceive(asks_first).ask

@@ -95,6 +95,18 @@ def _reads_as_ask(read: TurnMeaning) -> bool:
     return False
 
 
+_OPEN_QUESTION = re.compile(
+    r"^\W*(?!if\b)(?:[\w'’]+\W+){0,3}?(is there anything|is there something|"
+    r"anything (else|specific|in particular)|what else|what would you (want|need|like) to "
+    r"(know|ask|check)|which part|any (other )?(questions|thoughts|concerns|hesitations|doubts|"
+    r"worries))\b",
+    re.I,
+)
+"""Questions that open by asking what the user wants to know or worries about: probes by
+their form ("Of course. Is there anything specific you'd want to be sure of first?"). Not
+one that asks first ("Would a daytime block work, or is there anything else on your mind?")
+nor a condition ("If you have any questions, I'm happy to answer; otherwise ...")."""
+
 _OPT_OUT = re.compile(
     r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|no pressure\b|"
     r"if (?:you(?:['’]d| would) rather|you(?:['’]re| are) not|that(?:['’]s| is) a no|"
@@ -304,7 +316,8 @@ class UtteranceAnalyzer:
         if self.meaning_reader is not None:
             ordered = [embedding if s == view else by_text[s] for s in sentences]
             per_sentence = np.asarray(ordered, dtype=np.float32).reshape(len(sentences), -1)
-            read = self.meaning_reader.read(per_sentence)
+            probes = [bool(_OPEN_QUESTION.search(s)) for s in sentences]
+            read = self.meaning_reader.read(per_sentence, probes)
         cues = self._cue_index.read(view)  # every cue family below reads the same view
         # Cosines on MiniLM's scale, where every threshold of the users was set.
         sims = on_reference_scale(self.encoder, self._protos @ embedding)

@@ -401,8 +401,16 @@ class MeaningReader:
         row = self.probabilities(embedding)[0]
         return float(row.max()) if self.classes[int(row.argmax())] == "ask_polite" else 0.0
 
-    def read(self, sentence_embeddings: np.ndarray) -> TurnMeaning:
-        """The meaning of a turn from the embeddings of its sentences (one row each)."""
+    def read(self, sentence_embeddings: np.ndarray, probes: Sequence[bool] = ()) -> TurnMeaning:
+        """The meaning of a turn from the embeddings of its sentences (one row each).
+
+        Args:
+            sentence_embeddings: One row per sentence.
+            probes: Per sentence, whether it is an open question by its form ("Is there
+                anything you'd want to be sure of first?"): such a sentence closes the turn as
+                a probe, never as an ask, however its words read (an ask must still read as
+                one outright, at :data:`~dialogue_gym.users.analysis.ASK_LINE`).
+        """
         if len(sentence_embeddings) == 0:
             zeros = dict.fromkeys(self.concern_ids, 0.0)
             return TurnMeaning(zeros, dict.fromkeys(ACTS, 0.0), 0.0, 0)
@@ -416,16 +424,19 @@ class MeaningReader:
             near_miss=column[NEAR_MISS],
             sentences=len(sentence_embeddings),
             leading=leading,
-            closing=self.classes[int(probs[-1].argmax())],
+            closing="probe" if probes and probes[-1] else self.classes[int(probs[-1].argmax())],
             per_sentence=tuple(
                 {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
             ),
-            closing_ask=self._closing_ask(probs),
+            closing_ask=self._closing_ask(probs, probes),
         )
 
-    def _closing_ask(self, probs: np.ndarray) -> float:
+    def _closing_ask(self, probs: np.ndarray, probes: Sequence[bool]) -> float:
         """See :attr:`TurnMeaning.closing_ask`."""
-        for row in probs[::-1]:
+        flags = list(probes) if probes else [False] * len(probs)
+        for row, probe in zip(probs[::-1], flags[::-1], strict=True):
+            if probe:
+                return 0.0
             reading = self.classes[int(row.argmax())]
             if reading in ASKS:
                 # Only a polite ask: "I won't push." reads as a pushy one, and a turn that backs

@@ -108,7 +108,8 @@ one that asks first ("Would a daytime block work, or is there anything else on y
 nor a condition ("If you have any questions, I'm happy to answer; otherwise ...")."""
 
 _OPT_OUT = re.compile(
-    r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|no pressure\b|"
+    r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|"
+    r"(?:there(?:['’]s| is) )?no (?:pressure|expectation|obligation|rush)\b|"
     r"if (?:you(?:['’]d| would) rather|you(?:['’]re| are) not|that(?:['’]s| is) a no|"
     r"the answer is no)|or (?:simply |just )?say no\b)",
     re.I,

@@ -77,9 +77,11 @@ _CITED_NEAR = re.compile(
 _CITED_AFTER = re.compile(
     r"^\s*(?:new|brand new|retail|when new|originally|at the store|in stores|online|elsewhere|"
     r"on (?:ebay|amazon|craigslist|marketplace)|or (?:so )?(?:new|retail)|is (?:what|the) "
-    r"(?:i|they|it) (?:paid|cost|retail)|(?:is|was) (?:where you (?:started|are|were)|what "
-    r"you(?:'re| are| were)? asking|your (?:\w+ )?(?:price|ask)|the (?:full |asking |listing |"
-    r"list |original )+price|(?:too|a bit|a little|way) (?:high|much|steep)))\b",
+    r"(?:i|they|it) (?:paid|cost|retail)|(?:is|was) (?:(?:truly|really|actually|honestly) )?"
+    r"(?:where you (?:started|are|were)|what you(?:'re| are| were)? asking|your (?:\w+ )?"
+    r"(?:price|ask|floor|bottom(?: line)?|lowest|limit|minimum|best|final)|"
+    r"the (?:full |asking |listing |list |original )+price|"
+    r"(?:too|a bit|a little|way) (?:high|much|steep)))\b",
     re.IGNORECASE,
 )
 _RETRACT_AFTER = re.compile(

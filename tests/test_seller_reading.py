@@ -377,3 +377,17 @@ def test_a_price_named_as_the_sellers_is_not_the_offer_even_after_to_be_clear() 
     assert read_offer(text, reference=380.0).offer == 355.0
     assert read_offer("$380 is the full asking price, could you do $310?", 380.0).offer == 310.0
     assert read_offer("To be clear, $1,225 is my offer, not $22,000.", 1300.0).offer == 1225.0
+
+
+def test_a_floor_the_buyer_asks_about_is_not_the_offer() -> None:
+    """Blind play round 4, CB seed 34: "Would $150 cash today close it? If $160 is truly your
+    floor, just say so and I'll consider that." was read as an offer of $160 (and closed on)."""
+    from dialogue_gym.prices import read_offer
+
+    text = (
+        "Would $150 cash today close it? If $160 is truly your floor, just say so and "
+        "I'll consider that."
+    )
+    assert read_offer(text, reference=170.0).offer == 150.0
+    assert read_offer("Is $160 your best? I could do $150.", 170.0).offer == 150.0
+    assert read_offer("Okay, $160 is fine, deal.", 170.0).offer == 160.0

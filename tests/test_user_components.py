@@ -133,3 +133,42 @@ def test_perception_scores_situational_concerns_only_after_the_story(card) -> No
     assert all(before.unlock[cid] == 0.0 for cid in situational)
     after = perception.perceive(f"So {story}?", disclosed=True)
     assert any(after.unlock[cid] > 0.0 for cid in situational)
+
+
+def _argued(analyzer: UtteranceAnalyzer, concern_id: str, sentences: int) -> Perception:
+    """A turn about ``concern_id`` alone, each of its ``sentences`` a reason for it."""
+    from dialogue_gym.users.meaning import ACTS, TurnMeaning
+
+    p = _addressing(analyzer, concern_id)
+    row = dict.fromkeys(p.unlock, 0.02)
+    row[concern_id] = 0.8
+    meaning = TurnMeaning(
+        concerns=row,
+        acts=dict.fromkeys(ACTS, 0.0),
+        near_miss=0.05,
+        sentences=sentences,
+        per_sentence=tuple(dict(row) for _ in range(sentences)),
+    )
+    return dataclasses.replace(p, meaning=meaning)
+
+
+def test_a_thorough_answer_to_the_worry_under_discussion_counts_each_reason(card, analyzer):
+    """Three reasons for the worry the user just voiced earn up to the preset's cap (2); the
+    same turn before the user voiced it earns the proactive share of one unit, and a one-reason
+    turn one unit."""
+    preset = card_preset(card, "hard")
+    tracker = ConcernTracker(card, preset)
+    tracker.begin(persona_bank(card)[0])
+    cid, state = next(iter(tracker.states.items()))
+    state.needed = 3
+    tracker.credit(_argued(analyzer, cid, 3), [], False, False)  # not voiced: proactive
+    assert state.progress == pytest.approx(preset.proactive_credit)
+    tracker.voice(cid)
+    tracker.voiced_now = [cid]
+    tracker.next_reply()  # the user just voiced it: under discussion
+    tracker.credit(_argued(analyzer, cid, 3), [], False, False)
+    assert state.progress == pytest.approx(preset.proactive_credit + preset.thorough_credit)
+    tracker.next_reply()
+    before = state.progress
+    tracker.credit(_argued(analyzer, cid, 1), [], False, False)
+    assert state.progress == pytest.approx(before + 1.0)

@@ -123,6 +123,25 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     )
 
 
+def arguments_for(p: Perception, concern_id: str, preset: UserPreset) -> int:
+    """How many of the turn's sentences each read as an answer to ``concern_id``.
+
+    A sentence does when ``concern_id`` is its likeliest concern, at least
+    ``preset.focus_threshold``: "They're audited by outside firms every year. Watchdogs rate
+    them highly. About 85 percent goes to programs." gives a user who asked whether the
+    charity is legit three reasons, not one.
+    """
+    if p.meaning is None:
+        return 0
+    return sum(
+        1
+        for row in p.meaning.per_sentence
+        if row
+        and max(row, key=lambda cid: row[cid]) == concern_id
+        and row[concern_id] >= preset.focus_threshold
+    )
+
+
 VOICE_MATCH = 0.8
 """Similarity at which an external reply's sentence voices a concern (a close paraphrase)."""
 
@@ -347,6 +366,11 @@ class ConcernTracker:
             costs.append((preset.multi_topic_penalty * (len(topics) - 1), 0.0))
             events.append("multi_topic")
         share = 1.0 / len(topics) if topics else 0.0
+        if len(topics) == 1 and topics[0] in heard and preset.thorough_credit > 1:
+            # A turn about the worry under discussion alone, with several reasons for it, is
+            # a thorough answer: each reason counts, up to the preset's cap (a turn spread
+            # over several topics still has one unit to split).
+            share = float(min(preset.thorough_credit, max(1, arguments_for(p, topics[0], preset))))
         reasoned = False
         for cid, c in self.states.items():
             if cid in topics and not repetition and c.status != RESOLVED:

@@ -54,6 +54,9 @@ class UserPreset:
             to a concern under discussion, so that another topic read best in it is part of
             that answer (:func:`~dialogue_gym.users.concerns.one_argument`).
         pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
+        thorough_credit: The most units of credit one turn earns for the concern under
+            discussion, one per sentence that reads as its answer, when the turn is about that
+            concern alone (:func:`~dialogue_gym.users.concerns.arguments_for`); 1 turns it off.
     """
 
     name: str
@@ -83,6 +86,7 @@ class UserPreset:
     focus_threshold: float = 0.15
     argument_threshold: float = 0.1
     pushy_threshold: float = 0.6
+    thorough_credit: int = 2
 
 
 HARD = UserPreset(

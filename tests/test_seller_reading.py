@@ -365,29 +365,34 @@ def test_the_seller_never_sends_the_same_message_twice(make_seller) -> None:
         assert len({r.lower() for r in replies}) == len(replies), replies
 
 
-def test_a_price_named_as_the_sellers_is_not_the_offer_even_after_to_be_clear() -> None:
-    """Blind play round 3, CB seed 25: "Just to be clear, $380 is where you started ... would
-    you meet me halfway at $355?" was read as an offer of $380 (and closed on)."""
+@pytest.mark.parametrize(
+    ("text", "reference", "offer"),
+    [
+        # Blind play round 3, CB seed 25: read as an offer of $380 (and closed on).
+        (
+            "Just to be clear, $380 is where you started, so that isn't coming down. "
+            "Would you meet me halfway at $355, cash in hand today?",
+            380.0,
+            355.0,
+        ),
+        ("$380 is the full asking price, could you do $310?", 380.0, 310.0),
+        ("To be clear, $1,225 is my offer, not $22,000.", 1300.0, 1225.0),
+        # Blind play round 4, CB seed 34: read as an offer of $160 (and closed on).
+        (
+            "Would $150 cash today close it? If $160 is truly your floor, just say so and "
+            "I'll consider that.",
+            170.0,
+            150.0,
+        ),
+        ("Is $160 your best? I could do $150.", 170.0, 150.0),
+        ("Okay, $160 is fine, deal.", 170.0, 160.0),
+    ],
+)
+def test_a_price_named_as_the_sellers_is_not_the_offer(
+    text: str, reference: float, offer: float
+) -> None:
+    """An amount the buyer names as the seller's (where it started, its floor, its best) is
+    cited, not offered."""
     from dialogue_gym.prices import read_offer
 
-    text = (
-        "Just to be clear, $380 is where you started, so that isn't coming down. "
-        "Would you meet me halfway at $355, cash in hand today?"
-    )
-    assert read_offer(text, reference=380.0).offer == 355.0
-    assert read_offer("$380 is the full asking price, could you do $310?", 380.0).offer == 310.0
-    assert read_offer("To be clear, $1,225 is my offer, not $22,000.", 1300.0).offer == 1225.0
-
-
-def test_a_floor_the_buyer_asks_about_is_not_the_offer() -> None:
-    """Blind play round 4, CB seed 34: "Would $150 cash today close it? If $160 is truly your
-    floor, just say so and I'll consider that." was read as an offer of $160 (and closed on)."""
-    from dialogue_gym.prices import read_offer
-
-    text = (
-        "Would $150 cash today close it? If $160 is truly your floor, just say so and "
-        "I'll consider that."
-    )
-    assert read_offer(text, reference=170.0).offer == 150.0
-    assert read_offer("Is $160 your best? I could do $150.", 170.0).offer == 150.0
-    assert read_offer("Okay, $160 is fine, deal.", 170.0).offer == 160.0
+    assert read_offer(text, reference=reference).offer == offer

@@ -310,3 +310,15 @@ def test_a_question_about_what_the_user_wants_to_know_is_no_ask() -> None:
         "or is there anything else you'd want to know first?"
     )
     assert analyzer.perceive(asks_first).ask
+
+
+def test_a_parting_wish_the_reader_misses_is_still_a_goodbye() -> None:
+    """Blind play round 5 (Merchant seeds 43, 45): "... Have a good weekend service." was read
+    as a near miss (the reader does not know a restaurant's service) and answered "Okay, and?"."""
+    env = dialogue_gym.make("Merchant-hard", privileged=True)
+    goodbye = (
+        "Thank you. I'll leave it there; if anything changes, just message me and I can walk "
+        "you through it again. Have a good weekend service."
+    )
+    steps = _play(env, [goodbye])
+    assert "farewell" in steps[0]["events"], steps

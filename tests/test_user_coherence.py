@@ -322,3 +322,33 @@ def test_a_parting_wish_the_reader_misses_is_still_a_goodbye() -> None:
     )
     steps = _play(env, [goodbye])
     assert "farewell" in steps[0]["events"], steps
+
+
+OPENER = "Thanks for chatting. What comes to mind when you think about giving to a charity?"
+
+
+def test_a_no_after_a_partial_answer_says_how_far_it_got_then_no(p4g: Any) -> None:
+    """Blind play rounds 4 and 5: "Hm, that helps my margins a bit. That's why it's a no from
+    me." (a partial acknowledgement put where the reason for a no belongs). The reply now says
+    how far the answer got and then no, linked: "... But not this time."."""
+    seen = 0
+    ask = "Would you like to donate a little of your payment?"
+    for seed in range(40):
+        # The opening draws a worry out, one of the card's sentences answers part of it (when
+        # it takes two answers), then the ask.
+        first = _play(p4g, [OPENER], seed)
+        voiced = [e.partition(":")[2] for e in first[0]["events"] if e.startswith("voiced:")]
+        if not voiced:
+            continue
+        answer = p4g.card.concern(voiced[0]).unlock[0]
+        steps = _play(p4g, [OPENER, answer, ask], seed)
+        state = p4g.user.tracker.states[voiced[0]]
+        if len(steps) < 3 or p4g.user.decision != "refused" or state.status == "resolved":
+            continue
+        if state.progress <= 0 or f"voiced:{voiced[0]}" not in steps[2]["events"]:
+            continue
+        seen += 1
+        reply = steps[2]["reply"]
+        assert " but " in f" {reply.lower()}" or "still," in reply.lower(), reply
+        assert "that's why" not in reply.lower(), reply
+    assert seen, "no refusal naming a partly answered worry in 40 seeds"

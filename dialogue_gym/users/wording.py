@@ -174,7 +174,17 @@ class TemplateWording:
                 elif "pressure" in events and asks > 1:
                     say("pushback")
                 elif self._top_concern() is not None:
-                    say("refuse_concern", self._refusal_reason(events))
+                    reason = self._refusal_reason(events)
+                    state = self.tracker.states.get(reason) if reason else None
+                    if reason and state and not parts and state.voiced and state.progress > 0:
+                        # The worry was answered in part: the user says how far the answer got
+                        # and then no ("That helps my margins a bit. But not yet."), never
+                        # "That helps my margins a bit. That's why it's a no from me."
+                        parts.append(self._voice(reason))
+                        keys.append("partial")
+                        say("refuse")
+                    else:
+                        say("refuse_concern", reason)
                 else:
                     say("refuse")
             elif stance == "agree":
@@ -200,7 +210,12 @@ class TemplateWording:
             second = parts[1]
             if not re.match(r"(But|I\b|I'm)", second):
                 second = second[:1].lower() + second[1:]
-            parts[1] = second if second.startswith("But") else f"But {second}"
+            if second.startswith("But"):
+                parts[1] = second
+            elif re.search(r"\bbut\b", second, re.I):
+                parts[1] = f"Still, {second}"  # "Still, thanks, but it's not for us."
+            else:
+                parts[1] = f"But {second}"
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     @staticmethod

@@ -50,6 +50,10 @@ class Perception:
         meaning: What the turn means sentence by sentence
             (:class:`~dialogue_gym.users.meaning.MeaningReader`; ``None`` without a reader).
         sentence_embeddings: One row per sentence the reader read (``None`` without one).
+        open_door: It leaves the door open rather than asking now ("if you change your mind,
+            just name an amount").
+        parting: Its last sentence is a parting wish ("Have a good weekend service."), read
+            on tasks with a meaning reader.
     """
 
     embedding: np.ndarray
@@ -67,6 +71,8 @@ class Perception:
     appeals: frozenset[str] = frozenset()
     meaning: TurnMeaning | None = None
     sentence_embeddings: np.ndarray | None = None
+    open_door: bool = False
+    parting: bool = False
 
     def addressing(self, concern_id: str) -> float:
         """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""
@@ -106,6 +112,23 @@ _OPEN_QUESTION = re.compile(
 their form ("Of course. Is there anything specific you'd want to be sure of first?"). Not
 one that asks first ("Would a daytime block work, or is there anything else on your mind?")
 nor a condition ("If you have any questions, I'm happy to answer; otherwise ...")."""
+
+_OPEN_DOOR = re.compile(
+    r"\bif (you|that)(\s+(ever|still|do|should))?\s*(decide|change|['’]d like|would like|want|"
+    r"wish|feel like|feel ready|['’]re open|are open|choose|['’]re up for|are up for|"
+    r"['’]re ever|are ever)",
+    re.I,
+)
+"""An ask that leaves the door open ("if you decide you want a block, you can book it in the
+app", "if you change your mind, just name an amount"): after a no it is not asking again."""
+
+_PARTING = re.compile(
+    r"\b(have a (good|great|nice|lovely|wonderful|safe) (\w+ )?(day|night|evening|weekend|week|"
+    r"one|service|shift|ride|rest of)|take care|goodbye|bye\b|all the best|ride safe|"
+    r"enjoy the rest of|good luck with)",
+    re.I,
+)
+"""A parting wish that ends a turn ("Have a good weekend service.", "Take care!")."""
 
 _OPT_OUT = re.compile(
     r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|"
@@ -371,6 +394,8 @@ class UtteranceAnalyzer:
             appeals,
             read,
             per_sentence,
+            open_door=bool(_OPEN_DOOR.search(view)),
+            parting=bool(sentences) and bool(_PARTING.search(sentences[-1])),
         )
 
     def _appeals(self, view: str) -> tuple[frozenset[str], frozenset[str]]:

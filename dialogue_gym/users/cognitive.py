@@ -37,7 +37,6 @@ from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.concerns import VOICE_MATCH, ConcernState, ConcernTracker, ConcernTracking
 from dialogue_gym.users.decision import DecisionContext, DecisionRule, ThresholdDecision
 from dialogue_gym.users.latent_state import success_stances, toward_target
-from dialogue_gym.users.meaning import split_sentences
 from dialogue_gym.users.perception import TurnPerceiver, UserPerception
 from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.presets import HARD, PRESETS, SOFT, UserPreset, calibrated, card_preset
@@ -60,23 +59,6 @@ __all__ = [
     "calibrated",
     "card_preset",
 ]
-
-_OPEN_DOOR = re.compile(
-    r"\bif (you|that)(\s+(ever|still|do|should))?\s*(decide|change|['’]d like|would like|want|"
-    r"wish|feel like|feel ready|['’]re open|are open|choose|['’]re up for|are up for|"
-    r"['’]re ever|are ever)",
-    re.I,
-)
-"""An ask that leaves the door open ("if you decide you want a block, you can book it in the
-app", "if you change your mind, just name an amount"): after a no it is not asking again."""
-
-_PARTING = re.compile(
-    r"\b(have a (good|great|nice|lovely|wonderful|safe) (\w+ )?(day|night|evening|weekend|week|"
-    r"one|service|shift|ride|rest of)|take care|goodbye|bye\b|all the best|ride safe|"
-    r"enjoy the rest of|good luck with)",
-    re.I,
-)
-"""A parting wish that ends a turn ("Have a good weekend service.", "Take care!")."""
 
 # How far a stance moves commitment c toward the target (on top of the resolved concerns).
 _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
@@ -251,8 +233,7 @@ class CognitiveUser:
         # reason on something else makes a new ask fair. Leaving the door open ("if you
         # change your mind, just name an amount") asks nothing of the user now.
         new_reason = any(e.startswith("addressed:") and e != "addressed:pressure" for e in events)
-        open_door = bool(_OPEN_DOOR.search(p.view))
-        pressure = pushy or (p.ask and self.refused_ask and not new_reason and not open_door)
+        pressure = pushy or (p.ask and self.refused_ask and not new_reason and not p.open_door)
         if pressure:
             self.affect -= preset.pressure_penalty
             self.mood -= 0.15
@@ -288,7 +269,7 @@ class CognitiveUser:
         """
         if p.meaning is None or p.question:
             return False
-        if _PARTING.search(split_sentences(p.view)[-1] if p.view else ""):
+        if p.parting:
             return True  # "Have a good weekend service." closes, however the reader reads it
         farewell = p.act("farewell")
         if p.meaning.closing == "farewell":

@@ -76,6 +76,11 @@ class Concern:
             situation (persona fact ``situation``): the similarity of the system turn to it,
             plus this bonus, counts as an unlock score. Used where generic replies must not do
             (EmpatheticDialogues: being *accurately* heard).
+        answered_with: Concerns whose facts answer this one too when the user has just raised
+            it (P4G's detachment — "it doesn't feel real to me" — is answered by what one
+            dollar buys for one child, a fact that out of context reads as an answer to
+            efficacy): a turn that reads likeliest as one of them counts for this concern
+            while it is under discussion (:func:`~dialogue_gym.users.concerns.answers_focus`).
     """
 
     id: str
@@ -94,6 +99,7 @@ class Concern:
     belief_resolved: str
     desire_unresolved: str
     situational: float | None = None
+    answered_with: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -400,6 +406,7 @@ def _concern(c: Mapping[str, Any], index: int) -> Concern:
         situational=None
         if situational is None
         else schema.number(c, "situational", where, -1.0, 1.0),
+        answered_with=schema.texts(c, "answered_with", where, minimum=0, default=[]),
     )
 
 
@@ -434,6 +441,10 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
         unknown = set(strategy.addresses) - known
         if unknown:
             raise CardError(f"strategies.{strategy.name}.addresses: unknown concerns {unknown}")
+    for concern in concerns:
+        unknown = set(concern.answered_with) - (known - {concern.id})
+        if unknown:
+            raise CardError(f"concerns.{concern.id}.answered_with: unknown concerns {unknown}")
     replies_table = schema.table(data, "replies", "")
     replies = {key: schema.texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
     # Further reply kinds are kept for task-specific user models.

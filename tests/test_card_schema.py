@@ -130,6 +130,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "concerns[].resistance": ("p4g", bad_ints(1, 100)),
     "concerns[].blocking_weight": ("p4g", bad_floats(0, 1)),
     "concerns[].situational": ("ed", bad_floats(-1, 1)),
+    "concerns[].answered_with": ("p4g", [*BAD_TEXTS, ["no_such_concern"], ["affordability"]]),
     "concerns[].voice": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock_cues": ("p4g", BAD_REGEXES),

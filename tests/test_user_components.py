@@ -172,3 +172,74 @@ def test_a_thorough_answer_to_the_worry_under_discussion_counts_each_reason(card
     before = state.progress
     tracker.credit(_argued(analyzer, cid, 1), [], False, False)
     assert state.progress == pytest.approx(before + 1.0)
+
+
+def _read_as(analyzer: UtteranceAnalyzer, scores: dict[str, float]) -> Perception:
+    """A one-sentence turn the meaning reader reads with ``scores`` (0.02 elsewhere) and
+    nothing on the cosine path."""
+    from dialogue_gym.users.meaning import ACTS, TurnMeaning
+
+    p = analyzer.perceive("Some turn.")
+    row = dict.fromkeys(p.unlock, 0.02) | scores
+    meaning = TurnMeaning(
+        concerns=row,
+        acts=dict.fromkeys(ACTS, 0.0),
+        near_miss=0.05,
+        sentences=1,
+        per_sentence=(dict(row),),
+    )
+    zero = dict.fromkeys(p.unlock, 0.0)
+    return dataclasses.replace(p, unlock=zero, anti=dict(zero), meaning=meaning)
+
+
+def _tracker_holding(card, *concern_ids: str) -> ConcernTracker:
+    from dialogue_gym.users.concerns import ConcernState
+
+    tracker = ConcernTracker(card, card_preset(card, "hard"))
+    tracker.begin(persona_bank(card)[0])
+    tracker.states = {cid: ConcernState(strength=0.7, needed=2) for cid in concern_ids}
+    return tracker
+
+
+def _voiced_now(tracker: ConcernTracker, concern_id: str) -> None:
+    tracker.voice(concern_id)
+    tracker.next_reply()  # the user's reply voiced it: under discussion
+
+
+def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, analyzer):
+    """P4G's card says detachment is answered with efficacy's facts: a turn read likeliest as
+    efficacy answers a detachment the user just voiced, but not one out of the blue, and a
+    concern without that line in the card (trust) is not answered by a turn read as efficacy."""
+    assert "efficacy" in card.concern("detachment").answered_with
+    concrete = {"efficacy": 0.6, "detachment": 0.2, "trust": 0.2}
+    tracker = _tracker_holding(card, "detachment")
+    tracker.credit(_read_as(analyzer, concrete), [], False, False)  # not under discussion
+    assert tracker.states["detachment"].progress == 0.0
+    _voiced_now(tracker, "detachment")
+    events: list[str] = []
+    tracker.credit(_read_as(analyzer, concrete), events, False, False)
+    assert "addressed:detachment" in events and tracker.states["detachment"].progress == 1.0
+    other = _tracker_holding(card, "trust")
+    _voiced_now(other, "trust")
+    assert other.credit(_read_as(analyzer, concrete), [], False, False)[0] is False
+    # A turn that barely reads as detachment at all is not its answer, shared facts or not.
+    faint = _tracker_holding(card, "detachment")
+    _voiced_now(faint, "detachment")
+    assert faint.credit(_read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04}), [], False, False)[0] is False
+
+
+def test_a_worry_stays_under_discussion_until_the_talk_moves_to_another(card, analyzer):
+    """A question or small talk after the user voiced a worry leaves it waiting for an answer;
+    an answer to another of the user's worries moves the talk on."""
+    tracker = _tracker_holding(card, "trust", "affordability")
+    _voiced_now(tracker, "trust")
+    small_talk = _read_as(analyzer, {})
+    for _ in range(2):
+        assert tracker.credit(small_talk, [], False, False)[0] is False
+        tracker.next_reply()
+        assert tracker.focus == frozenset({"trust"})
+    events: list[str] = []
+    tracker.credit(_read_as(analyzer, {"affordability": 0.9}), events, False, False)
+    assert "addressed:affordability" in events
+    tracker.next_reply()
+    assert "trust" not in tracker.focus

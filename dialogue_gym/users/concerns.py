@@ -113,13 +113,24 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     ``preset.focus_threshold`` and likelier than a near miss: a reason in the user's own
     context needs less certainty than one out of the blue, but it still has to be about that
     worry more than about any other (a loose reading here rewards scripts that never listen).
+    The one exception is a concern the card says is answered with another's facts
+    (:attr:`~dialogue_gym.cards.Concern.answered_with`): a turn that reads likeliest as one of
+    those answers it too, when it reads as this concern at the same line ("It may help to
+    think of one kid rather than millions: $1 buys rehydration salts for one child" to *it
+    doesn't feel real to me*, though out of context it reads as a point about impact).
     """
-    if p.meaning is None or card.concern(concern_id).situational is not None:
+    concern = card.concern(concern_id)
+    if p.meaning is None or concern.situational is not None:
         return False
     readable = [c.id for c in card.concerns if c.situational is None]
+    likeliest = p.meaning.likeliest(readable)
+    score = p.addressing(concern_id)
+    if likeliest == concern_id:
+        return score >= preset.focus_threshold
     return (
-        p.meaning.likeliest(readable) == concern_id
-        and p.addressing(concern_id) >= preset.focus_threshold
+        likeliest in concern.answered_with
+        and score >= preset.focus_threshold
+        and score > p.meaning.near_miss
     )
 
 
@@ -230,6 +241,8 @@ class ConcernTracker:
         self.voiced_now: list[str] = []  # the concerns the current reply voices
         self.addressed_now: list[str] = []  # voiced concerns the current turn answered
         self.focus: frozenset[str] = frozenset()  # the concerns under discussion
+        # Whether the current turn answered one of the user's worries (the talk moved on).
+        self.moved_on = False
 
     def begin(self, persona: Persona) -> None:
         """Starts an episode with ``persona``'s concerns (strongest first), none addressed."""
@@ -242,20 +255,30 @@ class ConcernTracker:
         self.voiced_now = []
         self.addressed_now = []
         self.focus = frozenset()
+        self.moved_on = False
 
     def next_reply(self) -> None:
         """Starts a simulator reply: the concerns under discussion become the focus.
 
         They are the concerns the last reply voiced, and those voiced earlier that the last
         turn answered in part (the user's reply took the answer in and said it is not settled
-        yet: the topic is still open). A worry the conversation left is not in focus any
-        more: a later answer to it counts on its own strength only. A turn that reads as the
-        answer to a concern in focus answers it (:func:`answers_focus`).
+        yet: the topic is still open). When the last exchange did neither — the system asked
+        something or made small talk, and the user raised nothing new — the worry the user
+        raised last is still the one waiting for an answer ("It's just not something I think
+        about." — "How do you feel about charities?" — "Not much." — an answer now still
+        answers it). A worry the conversation left — the system answered another of the
+        user's worries since — is not in focus any more: a later answer to it counts on its
+        own strength only. A turn that reads as the answer to a concern in focus answers it
+        (:func:`answers_focus`).
         """
         open_now = [c for c in self.addressed_now if self.states[c].status != RESOLVED]
-        self.focus = frozenset((*self.voiced_now, *open_now))
+        focus = frozenset((*self.voiced_now, *open_now))
+        if not focus and not self.moved_on:
+            focus = frozenset(c for c in self.focus if self.states[c].status != RESOLVED)
+        self.focus = focus
         self.voiced_now = []
         self.addressed_now = []
+        self.moved_on = False
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""
@@ -392,6 +415,7 @@ class ConcernTracker:
                 c.progress = max(0.0, c.progress - 1.0)
                 costs.append((preset.anti_penalty, 0.1))
                 events.append(f"anti:{cid}")
+        self.moved_on = reasoned
         return reasoned, costs
 
     def set_back(self, concern_id: str) -> None:

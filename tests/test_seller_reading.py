@@ -396,3 +396,20 @@ def test_a_price_named_as_the_sellers_is_not_the_offer(
     from dialogue_gym.prices import read_offer
 
     assert read_offer(text, reference=reference).offer == offer
+
+
+def test_a_reason_pointing_back_at_the_sellers_point_argues_it(make_seller):
+    """"Given that, would you take $440?" right after the seller brought up the rust argues the
+    rust; the same words with nothing raised before are a bare offer, and a question in between
+    leaves the seller's point open ("Would $440 work, considering that?")."""
+    pointing = "Thanks for being upfront. Given that, would you take $440?"
+    raised, out_of_the_blue, asked_between = (make_seller(BIKE) for _ in range(3))
+    for seller in (raised, out_of_the_blue, asked_between):
+        seller.respond(GREETING)  # "... Full disclosure, it has some rust on the chain."
+        assert seller.voiced_now == ["condition"]
+    out_of_the_blue.voiced_now = []  # as if its reply had not brought the rust up
+    assert "addressed:condition" in raised.respond(pointing).events
+    assert "addressed:condition" not in out_of_the_blue.respond(pointing).events
+    asked_between.respond("Does it come with a lock?")
+    turn = asked_between.respond("Would $440 work, considering that?")
+    assert "addressed:condition" in turn.events

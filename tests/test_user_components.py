@@ -225,7 +225,8 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
     # A turn that barely reads as detachment at all is not its answer, shared facts or not.
     faint = _tracker_holding(card, "detachment")
     _voiced_now(faint, "detachment")
-    assert faint.credit(_read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04}), [], False, False)[0] is False
+    barely = _read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04})
+    assert faint.credit(barely, [], False, False)[0] is False
 
 
 def test_a_worry_stays_under_discussion_until_the_talk_moves_to_another(card, analyzer):

@@ -54,6 +54,8 @@ class Perception:
             just name an amount").
         parting: Its last sentence is a parting wish ("Have a good weekend service."), read
             on tasks with a meaning reader.
+        back_reference: It gives its reason by pointing back at what the other side just
+            said ("Given that, would you take $980?").
     """
 
     embedding: np.ndarray
@@ -73,6 +75,7 @@ class Perception:
     sentence_embeddings: np.ndarray | None = None
     open_door: bool = False
     parting: bool = False
+    back_reference: bool = False
 
     def addressing(self, concern_id: str) -> float:
         """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""
@@ -129,6 +132,19 @@ _PARTING = re.compile(
     re.I,
 )
 """A parting wish that ends a turn ("Have a good weekend service.", "Take care!")."""
+
+_BACK_REFERENCE = re.compile(
+    r"\b(?:given|considering|because of|in light of|with|accounting for|allowing for)\s+"
+    r"(?:that|this|those)(?:\s+in mind)?\s*(?:[,.?!;]|$)|"
+    r"\bwith that (?:flaw|issue|wear|damage|problem|in mind)\b|"
+    r"\b(?:that|this|it)(?:['’]s| is) why\b|\bfor that reason\b|"
+    r"\b(?:reflect(?:ed|s)?|account for|take)\s+(?:that|it|this)\s+(?:in|into)\b",
+    re.I,
+)
+"""A reason given by pointing back at what the other side just said ("Thanks for being
+upfront. Given that, would you take $980?", "With that flaw in mind, $718 feels fair",
+"Would $210 work, considering that?"), not a clause that gives a reason of its own ("given
+that you're moving")."""
 
 _OPT_OUT = re.compile(
     r"\s*[;,:]\s*(?:but |and |or )?(?=if not\b|otherwise\b|either way\b|"
@@ -396,6 +412,7 @@ class UtteranceAnalyzer:
             per_sentence,
             open_door=bool(_OPEN_DOOR.search(view)),
             parting=bool(sentences) and bool(_PARTING.search(sentences[-1])),
+            back_reference=bool(_BACK_REFERENCE.search(view)),
         )
 
     def _appeals(self, view: str) -> tuple[frozenset[str], frozenset[str]]:

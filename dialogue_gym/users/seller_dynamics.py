@@ -198,8 +198,11 @@ class SellerDynamics:
         if self.walked:
             return TurnEffect("after_walk", "refused", events=["walked_away"])
         # What the seller just brought up (a flaw, the other listings) is what the buyer's
-        # reply is read against: "given that, would you take $N?" answers it.
-        self.focus = frozenset(self.voiced_now)
+        # reply is read against: "given that, would you take $N?" answers it. A point the
+        # buyer has not argued yet stays open while the talk has not moved to another reason
+        # (the buyer asked something in between: "Would $320 work, considering that?").
+        if self.voiced_now or self.addressed_last:
+            self.focus = frozenset(self.voiced_now)
         self.voiced_now = []
         # One view of the turn for the encoder, the cues and the price parser.
         text = text_view(text, self.analyzer.encoder)
@@ -393,10 +396,16 @@ class SellerDynamics:
         meaning reader's probability mapped onto that scale (the reader's
         ``meaning_threshold`` lands on ``unlock_threshold``), so a reason in the buyer's own
         words counts as much as one in the card's. A reason the seller has just brought up
-        counts from ``focus_threshold`` when the turn reads likeliest as it.
+        counts from ``focus_threshold`` when the turn reads likeliest as it, and counts
+        whatever the turn's words when the turn points back at it ("Given that, would you take
+        $980?", :attr:`~dialogue_gym.users.analysis.Perception.back_reference`).
         """
         preset = self.preset
         likeliest = None if p.meaning is None else p.meaning.likeliest()
+        # The seller's own point, raised in its last reply, is read against the other reasons
+        # only: a buyer who brings it up beside an offer argues it ("Given the competition,
+        # could you come down closer to $940?"), however near a miss its words read alone.
+        closest = max(self.arguments, key=p.addressing) if p.meaning is not None else None
         scores = {}
         for cid in self.arguments:
             # Every buyer turn carries an offer, which takes much of the reader's probability:
@@ -406,9 +415,11 @@ class SellerDynamics:
             scores[cid] = max(p.unlock[cid], by_meaning)
             if (
                 cid in self.focus
-                and cid == likeliest
+                and cid == closest
                 and p.addressing(cid) >= preset.focus_threshold
-            ):
+            ) or (cid in self.focus and p.back_reference and len(self.focus) == 1):
+                # A reason pointing back at what the seller just brought up ("Thanks for being
+                # upfront. Given that, would you take $980?") argues it, whatever its words.
                 scores[cid] = max(scores[cid], preset.unlock_threshold)
         return scores
 

@@ -399,7 +399,7 @@ def test_a_price_named_as_the_sellers_is_not_the_offer(
 
 
 def test_a_reason_pointing_back_at_the_sellers_point_argues_it(make_seller):
-    """"Given that, would you take $440?" right after the seller brought up the rust argues the
+    """ "Given that, would you take $440?" right after the seller brought up the rust argues the
     rust; the same words with nothing raised before are a bare offer, and a question in between
     leaves the seller's point open ("Would $440 work, considering that?")."""
     pointing = "Thanks for being upfront. Given that, would you take $440?"

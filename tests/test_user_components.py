@@ -227,20 +227,3 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
     _voiced_now(faint, "detachment")
     barely = _read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04})
     assert faint.credit(barely, [], False, False)[0] is False
-
-
-def test_a_worry_stays_under_discussion_until_the_talk_moves_to_another(card, analyzer):
-    """A question or small talk after the user voiced a worry leaves it waiting for an answer;
-    an answer to another of the user's worries moves the talk on."""
-    tracker = _tracker_holding(card, "trust", "affordability")
-    _voiced_now(tracker, "trust")
-    small_talk = _read_as(analyzer, {})
-    for _ in range(2):
-        assert tracker.credit(small_talk, [], False, False)[0] is False
-        tracker.next_reply()
-        assert tracker.focus == frozenset({"trust"})
-    events: list[str] = []
-    tracker.credit(_read_as(analyzer, {"affordability": 0.9}), events, False, False)
-    assert "addressed:affordability" in events
-    tracker.next_reply()
-    assert "trust" not in tracker.focus

@@ -241,8 +241,6 @@ class ConcernTracker:
         self.voiced_now: list[str] = []  # the concerns the current reply voices
         self.addressed_now: list[str] = []  # voiced concerns the current turn answered
         self.focus: frozenset[str] = frozenset()  # the concerns under discussion
-        # Whether the current turn answered one of the user's worries (the talk moved on).
-        self.moved_on = False
 
     def begin(self, persona: Persona) -> None:
         """Starts an episode with ``persona``'s concerns (strongest first), none addressed."""
@@ -255,30 +253,25 @@ class ConcernTracker:
         self.voiced_now = []
         self.addressed_now = []
         self.focus = frozenset()
-        self.moved_on = False
 
     def next_reply(self) -> None:
         """Starts a simulator reply: the concerns under discussion become the focus.
 
         They are the concerns the last reply voiced, and those voiced earlier that the last
         turn answered in part (the user's reply took the answer in and said it is not settled
-        yet: the topic is still open). When the last exchange did neither — the system asked
-        something or made small talk, and the user raised nothing new — the worry the user
-        raised last is still the one waiting for an answer ("It's just not something I think
-        about." — "How do you feel about charities?" — "Not much." — an answer now still
-        answers it). A worry the conversation left — the system answered another of the
-        user's worries since — is not in focus any more: a later answer to it counts on its
-        own strength only. A turn that reads as the answer to a concern in focus answers it
-        (:func:`answers_focus`).
+        yet: the topic is still open). A worry the conversation left is not in focus any
+        more: a later answer to it counts on its own strength only. A turn that reads as the
+        answer to a concern in focus answers it (:func:`answers_focus`).
+
+        (Keeping a worry in focus across a question or small talk in between was measured
+        and dropped: it let the search-based open-loop attacker reach 0.62 on ESConv-hard,
+        past half of ``scripted``, since an answer several turns later then counts from the
+        lower line, however little the script listened.)
         """
         open_now = [c for c in self.addressed_now if self.states[c].status != RESOLVED]
-        focus = frozenset((*self.voiced_now, *open_now))
-        if not focus and not self.moved_on:
-            focus = frozenset(c for c in self.focus if self.states[c].status != RESOLVED)
-        self.focus = focus
+        self.focus = frozenset((*self.voiced_now, *open_now))
         self.voiced_now = []
         self.addressed_now = []
-        self.moved_on = False
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""
@@ -415,7 +408,6 @@ class ConcernTracker:
                 c.progress = max(0.0, c.progress - 1.0)
                 costs.append((preset.anti_penalty, 0.1))
                 events.append(f"anti:{cid}")
-        self.moved_on = reasoned
         return reasoned, costs
 
     def set_back(self, concern_id: str) -> None:

@@ -198,11 +198,8 @@ class SellerDynamics:
         if self.walked:
             return TurnEffect("after_walk", "refused", events=["walked_away"])
         # What the seller just brought up (a flaw, the other listings) is what the buyer's
-        # reply is read against: "given that, would you take $N?" answers it. A point the
-        # buyer has not argued yet stays open while the talk has not moved to another reason
-        # (the buyer asked something in between: "Would $320 work, considering that?").
-        if self.voiced_now or self.addressed_last:
-            self.focus = frozenset(self.voiced_now)
+        # reply is read against: "given that, would you take $N?" answers it.
+        self.focus = frozenset(self.voiced_now)
         self.voiced_now = []
         # One view of the turn for the encoder, the cues and the price parser.
         text = text_view(text, self.analyzer.encoder)

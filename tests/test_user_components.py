@@ -174,19 +174,21 @@ def test_a_thorough_answer_to_the_worry_under_discussion_counts_each_reason(card
     assert state.progress == pytest.approx(before + 1.0)
 
 
-def _read_as(analyzer: UtteranceAnalyzer, scores: dict[str, float]) -> Perception:
-    """A one-sentence turn the meaning reader reads with ``scores`` (0.02 elsewhere) and
-    nothing on the cosine path."""
+def _read_as(
+    analyzer: UtteranceAnalyzer, *sentences: dict[str, float], near_miss: float = 0.05
+) -> Perception:
+    """A turn whose sentences the meaning reader reads with the given scores (0.02 elsewhere),
+    with nothing on the cosine path."""
     from dialogue_gym.users.meaning import ACTS, TurnMeaning
 
     p = analyzer.perceive("Some turn.")
-    row = dict.fromkeys(p.unlock, 0.02) | scores
+    rows = [dict.fromkeys(p.unlock, 0.02) | scores for scores in sentences or ({},)]
     meaning = TurnMeaning(
-        concerns=row,
+        concerns={cid: max(row[cid] for row in rows) for cid in rows[0]},
         acts=dict.fromkeys(ACTS, 0.0),
-        near_miss=0.05,
-        sentences=1,
-        per_sentence=(dict(row),),
+        near_miss=near_miss,
+        sentences=len(rows),
+        per_sentence=tuple(rows),
     )
     zero = dict.fromkeys(p.unlock, 0.0)
     return dataclasses.replace(p, unlock=zero, anti=dict(zero), meaning=meaning)
@@ -227,3 +229,12 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
     _voiced_now(faint, "detachment")
     barely = _read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04})
     assert faint.credit(barely, [], False, False)[0] is False
+    # An acknowledgement that reads as a near miss, then the fact: the fact's sentence reads as
+    # detachment too ("I get that statistics blur together. So forget the big numbers: 50
+    # cents is one child's deworming pills for a year.").
+    acknowledged = _tracker_holding(card, "detachment")
+    _voiced_now(acknowledged, "detachment")
+    two = _read_as(
+        analyzer, {"detachment": 0.16}, {"efficacy": 0.53, "detachment": 0.16}, near_miss=0.2
+    )
+    assert acknowledged.credit(two, [], False, False)[0] is True

@@ -127,10 +127,17 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     score = p.addressing(concern_id)
     if likeliest == concern_id:
         return score >= preset.focus_threshold
-    return (
-        likeliest in concern.answered_with
-        and score >= preset.focus_threshold
-        and score > p.meaning.near_miss
+    if not concern.answered_with:
+        return False
+    if likeliest in concern.answered_with and score > p.meaning.near_miss:
+        return score >= preset.focus_threshold
+    # Or the sentence that carries the shared fact reads as this concern too ("I get that
+    # statistics blur together. So forget the big numbers: 50 cents is one child's deworming
+    # pills for a year." — the first sentence reads as touching the worry without answering).
+    return any(
+        max(readable, key=lambda cid: row.get(cid, 0.0)) in concern.answered_with
+        and row.get(concern_id, 0.0) >= preset.focus_threshold
+        for row in p.meaning.per_sentence
     )
 
 

@@ -238,3 +238,21 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
         analyzer, {"detachment": 0.16}, {"efficacy": 0.53, "detachment": 0.16}, near_miss=0.2
     )
     assert acknowledged.credit(two, [], False, False)[0] is True
+
+
+def test_a_shared_fact_beside_the_answer_is_part_of_it_not_a_second_topic(card, analyzer):
+    """Affordability is answered with efficacy's facts (the card says so): "No minimum at all.
+    50 cents buys a year of deworming pills." to *money is tight* is one answer (full credit);
+    the same two sentences to *is this charity legit?* touch two topics and split the turn."""
+    turn = _read_as(analyzer, {"affordability": 0.7}, {"efficacy": 0.7})
+    tight = _tracker_holding(card, "affordability")
+    _voiced_now(tight, "affordability")
+    events: list[str] = []
+    tight.credit(turn, events, False, False)
+    assert tight.states["affordability"].progress == 1.0 and "multi_topic" not in events
+    doubtful = _tracker_holding(card, "trust")
+    _voiced_now(doubtful, "trust")
+    other = _read_as(analyzer, {"trust": 0.7}, {"efficacy": 0.7})
+    events = []
+    doubtful.credit(other, events, False, False)
+    assert doubtful.states["trust"].progress == 0.5 and "multi_topic" in events

@@ -376,10 +376,15 @@ class ConcernTracker:
         # A topic read best in the sentence that answers the worry under discussion is part
         # of that answer, not a second topic (stuffing several answers still splits).
         heard = [cid for cid in touched if cid in self.focus]
+        # Facts the card says answer a heard worry too (``answered_with``) are part of its
+        # answer, not a second topic: "you would not prepay anything … your share is only
+        # netted from your payout on the orders that came in" answers *no money up front*.
+        shared = {other for cid in heard for other in self.card.concern(cid).answered_with}
         topics = [
             cid
             for cid in touched
-            if cid not in situational and (cid in heard or not one_argument(p, heard, cid, preset))
+            if cid not in situational
+            and (cid in heard or (cid not in shared and not one_argument(p, heard, cid, preset)))
         ]
         if situational:
             held = [cid for cid in self.states if cid in situational]

@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from dialogue_gym.cards import Style, TaskCard
+from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
@@ -39,6 +40,9 @@ def _stated_stance(text: str, card: TaskCard) -> str:
 
 PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
+
+ACK_FIT_MARGIN = 0.1
+"""Acknowledgements this close (reference cosine) to the best-fitting one are drawn from."""
 
 
 def pick_unused(
@@ -155,7 +159,7 @@ class TemplateWording:
                         if done
                         else ("partial", concern.ack_partial)
                     )
-                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
+                    parts.append(self._fill(self._fitting(f"{key}:{cid}", options, p)))
                     keys.append(key)
                     break
             if repetition and not parts:
@@ -240,6 +244,27 @@ class TemplateWording:
             if telling and other:
                 options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         return pick_unused(self._rng, self.used, key, options)
+
+    def _fitting(self, key: str, options: tuple[str, ...], p: Perception) -> str:
+        """An acknowledgement that fits what the system just said.
+
+        Acknowledgements name what the user took in ("Around since 1919 is a long time.",
+        "Audited, huh? That's a start."): one drawn at random may name a fact the turn never
+        gave. The draw is among the unused options within :data:`ACK_FIT_MARGIN` (on the
+        reference cosine scale) of the one closest in meaning to the turn.
+        """
+        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
+        pool = fresh or list(range(len(options)))
+        if len(pool) > 1 and not p.empty:
+            encoder = self.analyzer.encoder
+            rows = np.asarray(encoder.encode([self._fill(options[i]) for i in pool]))
+            fit = on_reference_scale(encoder, rows @ p.embedding)
+            pool = [
+                i for i, f in zip(pool, fit, strict=True) if f >= float(fit.max()) - ACK_FIT_MARGIN
+            ]
+        index = pool[int(self._rng.integers(len(pool)))]
+        self.used.add(f"{key}:{index}")
+        return options[index]
 
     def _voice(self, cid: str) -> str:
         """Words concern ``cid``: its voice line, or a reaction once it was partly answered.

@@ -410,3 +410,25 @@ def test_a_reason_pointing_back_at_the_sellers_point_argues_it(make_seller):
     out_of_the_blue.voiced_now = []  # as if its reply had not brought the rust up
     assert "addressed:condition" in raised.respond(pointing).events
     assert "addressed:condition" not in out_of_the_blue.respond(pointing).events
+
+
+def test_a_price_held_is_never_worded_as_a_concession(make_seller):
+    """ "Let's say $65" or "We're getting close. Meet me at $1,475?" for the price the seller
+    already stated frames holding firm as a move (blind play, round 6)."""
+    import re
+
+    concession = re.compile(
+        r"let['’]s say|meet me at|come down to|go down to|getting close|really close|how about",
+        re.I,
+    )
+    held = 0
+    for seed in range(6):
+        seller = make_seller(BIKE, seed=seed)
+        seller.respond(GREETING)
+        for offer in (300, 300, 320, 320, 330):
+            before = seller.stated_ask
+            turn = seller.respond(f"Would you take ${offer}?")
+            if seller.stated_ask == before and turn.decision != "agree":
+                held += 1
+                assert not concession.search(turn.text), turn.text
+    assert held > 0

@@ -91,8 +91,14 @@ __all__ = [
 ]
 
 _START_MOOD = 0.1
-_CONCEDES = re.compile(r"\b(come down to|go (down )?to)\b", re.IGNORECASE)
-"""Counter wordings that present the price as a move down (used only when the price moved)."""
+_CONCEDES = re.compile(
+    r"\b(come down to|go (down )?to|let['’]s say|meet me at|how about|could you do|"
+    r"(getting|really) close)\b",
+    re.IGNORECASE,
+)
+"""Counter wordings that present the price as a move down (used only when the price moved):
+"Let's say $65" or "We're getting close. Meet me at $1,475?" for the price already stated
+frames holding firm as a concession (blind play, round 6)."""
 # The seller's z_0 scalars (receptivity, confidence, valence): guarded, uncommitted, polite.
 _START_SCALARS = (0.16, 0.35, _START_MOOD)
 # How far a stance moves commitment c toward the target (on top of the concession made).

@@ -233,7 +233,8 @@ class TemplateWording:
         """
         return p.question and p.words > PITCH_WORDS
 
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+    def _story_options(self, key: str, options: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+        """The options (and their key) that fit whether the user has told its story yet."""
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -242,7 +243,11 @@ class TemplateWording:
             telling = tuple(o for o in options if "{situation}" in o)
             other = tuple(o for o in options if "{situation}" not in o)
             if telling and other:
-                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
+                return (f"{key}|told", other) if self.told else (f"{key}|untold", telling)
+        return key, options
+
+    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        key, options = self._story_options(key, options)
         return pick_unused(self._rng, self.used, key, options)
 
     def _fitting(self, key: str, options: tuple[str, ...], p: Perception) -> str:
@@ -251,17 +256,20 @@ class TemplateWording:
         Acknowledgements name what the user took in ("Around since 1919 is a long time.",
         "Audited, huh? That's a start."): one drawn at random may name a fact the turn never
         gave. The draw is among the unused options within :data:`ACK_FIT_MARGIN` (on the
-        reference cosine scale) of the one closest in meaning to the turn.
+        reference cosine scale) of the one closest in meaning to the turn. A line that tells
+        the user's story is not fitted: telling it is what the reply is for.
         """
+        key, options = self._story_options(key, options)
+        if any("{situation}" in option for option in options):
+            return pick_unused(self._rng, self.used, key, options)
         fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
         pool = fresh or list(range(len(options)))
         if len(pool) > 1 and not p.empty:
             encoder = self.analyzer.encoder
             rows = np.asarray(encoder.encode([self._fill(options[i]) for i in pool]))
             fit = on_reference_scale(encoder, rows @ p.embedding)
-            pool = [
-                i for i, f in zip(pool, fit, strict=True) if f >= float(fit.max()) - ACK_FIT_MARGIN
-            ]
+            best = float(fit.max())
+            pool = [i for i, f in zip(pool, fit, strict=True) if f >= best - ACK_FIT_MARGIN]
         index = pool[int(self._rng.integers(len(pool)))]
         self.used.add(f"{key}:{index}")
         return options[index]

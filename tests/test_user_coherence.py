@@ -352,3 +352,24 @@ def test_a_no_after_a_partial_answer_says_how_far_it_got_then_no(p4g: Any) -> No
         assert " but " in f" {reply.lower()}" or "still," in reply.lower(), reply
         assert "that's why" not in reply.lower(), reply
     assert seen, "no refusal naming a partly answered worry in 40 seeds"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_empathy_user_tells_its_story_once_early(seed: int) -> None:
+    """ED's speaker tells its situation in one of its first replies, and never again word for
+    word, whichever lines it acknowledges the listener with (the listener can only reflect a
+    story it was told)."""
+    env = dialogue_gym.make("ED-hard", privileged=True)
+    steps = _play(
+        env,
+        [
+            "Hello! Has anything happened recently that you've been wanting to talk about?",
+            "I'd love to hear what's been happening with you, good or bad.",
+            "I'm really sorry. It makes sense you'd feel that way.",
+            "Anyone would feel shaken by that. You're not overreacting.",
+        ],
+        seed,
+    )
+    story = env.unwrapped.user.persona.facts["situation"].lower().rstrip(".")
+    told = [i for i, step in enumerate(steps) if story[:40] in step["reply"].lower()]
+    assert told and told[0] <= 2 and len(told) == 1, [s["reply"] for s in steps]

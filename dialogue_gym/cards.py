@@ -76,11 +76,8 @@ class Concern:
             situation (persona fact ``situation``): the similarity of the system turn to it,
             plus this bonus, counts as an unlock score. Used where generic replies must not do
             (EmpatheticDialogues: being *accurately* heard).
-        answered_with: Concerns whose facts answer this one too when the user has just raised
-            it (P4G's detachment — "it doesn't feel real to me" — is answered by what one
-            dollar buys for one child, a fact that out of context reads as an answer to
-            efficacy): a turn that reads likeliest as one of them counts for this concern
-            while it is under discussion (:func:`~dialogue_gym.users.concerns.answers_focus`).
+        answered_with: Concerns whose facts answer this one too while it is under discussion
+            (:func:`~dialogue_gym.users.concerns.answers_focus`; docs/task-cards.md).
     """
 
     id: str
@@ -437,14 +434,11 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
     concerns = tuple(_concern(c, i) for i, c in enumerate(schema.tables(data, "concerns", "")))
     _unique([c.id for c in concerns], "concerns")
     known = {c.id for c in concerns}
-    for strategy in strategies:
-        unknown = set(strategy.addresses) - known
-        if unknown:
-            raise CardError(f"strategies.{strategy.name}.addresses: unknown concerns {unknown}")
-    for concern in concerns:
-        unknown = set(concern.answered_with) - (known - {concern.id})
-        if unknown:
-            raise CardError(f"concerns.{concern.id}.answered_with: unknown concerns {unknown}")
+    links = [(f"strategies.{s.name}.addresses", s.addresses, known) for s in strategies]
+    links += [(f"concerns.{c.id}.answered_with", c.answered_with, known - {c.id}) for c in concerns]
+    for where, ids, allowed in links:
+        if unknown := set(ids) - allowed:
+            raise CardError(f"{where}: unknown concerns {unknown}")
     replies_table = schema.table(data, "replies", "")
     replies = {key: schema.texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
     # Further reply kinds are kept for task-specific user models.

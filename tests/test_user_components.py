@@ -256,27 +256,3 @@ def test_a_shared_fact_beside_the_answer_is_part_of_it_not_a_second_topic(card, 
     events = []
     doubtful.credit(other, events, False, False)
     assert doubtful.states["trust"].progress == 0.5 and "multi_topic" in events
-
-
-@pytest.mark.parametrize(
-    ("turn", "named"),
-    [
-        ("They're audited by outside firms every year, and the reports are public.", "Audited"),
-        ("Watchdogs like Charity Navigator rate them highly.", "Ratings"),
-        ("Save the Children has been around since 1919.", "1919"),
-    ],
-)
-def test_an_acknowledgement_names_what_the_turn_said(card, turn, named):
-    """The trust concern's partial acknowledgements name different facts ("Around since 1919
-    is a long time.", "Audited, huh?"): the one the user says fits the turn, whatever the draw
-    (a blind player was told "around since 1919" after a turn that never mentioned it)."""
-    from dialogue_gym.users.wording import TemplateWording
-
-    analyzer = UtteranceAnalyzer.for_user(card, make_encoder("minilm"))
-    wording = TemplateWording(card, analyzer)
-    wording.persona = persona_bank(card)[0]
-    p = analyzer.perceive(turn)
-    options = card.concern("trust").ack_partial
-    for seed in range(10):
-        wording._rng, wording.used = np.random.default_rng(seed), set()
-        assert named in wording._fitting("partial:trust", options, p)

@@ -20,7 +20,6 @@ from typing import Protocol
 import numpy as np
 
 from dialogue_gym.cards import Style, TaskCard
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
@@ -40,9 +39,6 @@ def _stated_stance(text: str, card: TaskCard) -> str:
 
 PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
-
-ACK_FIT_MARGIN = 0.1
-"""Acknowledgements this close (reference cosine) to the best-fitting one are drawn from."""
 
 
 def pick_unused(
@@ -159,7 +155,7 @@ class TemplateWording:
                         if done
                         else ("partial", concern.ack_partial)
                     )
-                    parts.append(self._fill(self._fitting(f"{key}:{cid}", options, p)))
+                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
                     keys.append(key)
                     break
             if repetition and not parts:
@@ -233,8 +229,7 @@ class TemplateWording:
         """
         return p.question and p.words > PITCH_WORDS
 
-    def _story_options(self, key: str, options: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-        """The options (and their key) that fit whether the user has told its story yet."""
+    def _pick(self, key: str, options: tuple[str, ...]) -> str:
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -243,36 +238,8 @@ class TemplateWording:
             telling = tuple(o for o in options if "{situation}" in o)
             other = tuple(o for o in options if "{situation}" not in o)
             if telling and other:
-                return (f"{key}|told", other) if self.told else (f"{key}|untold", telling)
-        return key, options
-
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
-        key, options = self._story_options(key, options)
+                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         return pick_unused(self._rng, self.used, key, options)
-
-    def _fitting(self, key: str, options: tuple[str, ...], p: Perception) -> str:
-        """An acknowledgement that fits what the system just said.
-
-        Acknowledgements name what the user took in ("Around since 1919 is a long time.",
-        "Audited, huh? That's a start."): one drawn at random may name a fact the turn never
-        gave. The draw is among the unused options within :data:`ACK_FIT_MARGIN` (on the
-        reference cosine scale) of the one closest in meaning to the turn. A line that tells
-        the user's story is not fitted: telling it is what the reply is for.
-        """
-        key, options = self._story_options(key, options)
-        if any("{situation}" in option for option in options):
-            return pick_unused(self._rng, self.used, key, options)
-        fresh = [i for i in range(len(options)) if f"{key}:{i}" not in self.used]
-        pool = fresh or list(range(len(options)))
-        if len(pool) > 1 and not p.empty:
-            encoder = self.analyzer.encoder
-            rows = np.asarray(encoder.encode([self._fill(options[i]) for i in pool]))
-            fit = on_reference_scale(encoder, rows @ p.embedding)
-            best = float(fit.max())
-            pool = [i for i, f in zip(pool, fit, strict=True) if f >= best - ACK_FIT_MARGIN]
-        index = pool[int(self._rng.integers(len(pool)))]
-        self.used.add(f"{key}:{index}")
-        return options[index]
 
     def _voice(self, cid: str) -> str:
         """Words concern ``cid``: its voice line, or a reaction once it was partly answered.

@@ -410,11 +410,12 @@ class SellerDynamics:
             line = preset.reason_threshold if cid == likeliest else preset.meaning_threshold
             by_meaning = preset.unlock_threshold + (p.addressing(cid) - line) * MEANING_SCALE
             scores[cid] = max(p.unlock[cid], by_meaning)
-            if (
-                cid in self.focus and cid == closest and p.addressing(cid) >= preset.focus_threshold
-            ) or (cid in self.focus and p.back_reference and len(self.focus) == 1):
-                # A reason pointing back at what the seller just brought up ("Thanks for being
-                # upfront. Given that, would you take $980?") argues it, whatever its words.
+            # A reason pointing back at what the seller just brought up ("Thanks for being
+            # upfront. Given that, would you take $980?") argues it, whatever its words.
+            if cid in self.focus and (
+                (cid == closest and p.addressing(cid) >= preset.focus_threshold)
+                or (p.back_reference and len(self.focus) == 1)
+            ):
                 scores[cid] = max(scores[cid], preset.unlock_threshold)
         return scores
 

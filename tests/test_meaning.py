@@ -16,6 +16,7 @@ from dialogue_gym.users.meaning import (
     PerceptionSetError,
     load_perception_set,
     parse_perception_set,
+    split_clauses,
     split_sentences,
 )
 
@@ -27,6 +28,16 @@ def test_split_sentences_joins_fragments() -> None:
     ]
     assert split_sentences("Okay.") == ["Okay."]
     assert split_sentences("One two three.\nFour five six") == ["One two three.", "Four five six"]
+
+
+def test_split_clauses_keeps_independent_clauses_and_drops_asides() -> None:
+    two = "Fifty cents buys a year of deworming pills; small gifts are pooled into real supplies."
+    assert split_clauses(two) == [
+        "Fifty cents buys a year of deworming pills",
+        "small gifts are pooled into real supplies.",
+    ]
+    assert split_clauses("Just name an amount; if not, fine.") == []  # an aside, one clause
+    assert split_clauses("No semicolon in this sentence at all.") == []
 
 
 @pytest.mark.parametrize("name", builtin_cards())

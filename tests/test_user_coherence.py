@@ -8,6 +8,7 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.evaluation import evaluate
+from dialogue_gym.users.wording import _RESERVATION
 
 
 def _play(env: Any, turns: list[str], seed: int = 0) -> list[dict[str, Any]]:
@@ -373,3 +374,43 @@ def test_an_empathy_user_tells_its_story_once_early(seed: int) -> None:
     story = env.unwrapped.user.persona.facts["situation"].lower().rstrip(".")
     told = [i for i, step in enumerate(steps) if story[:40] in step["reply"].lower()]
     assert told and told[0] <= 2 and len(told) == 1, [s["reply"] for s in steps]
+
+
+def _half_answered_no(env: Any, seed: int) -> tuple[list[dict[str, Any]], str] | None:
+    """Opener, one card answer to the worry it draws out, an ask; the steps and the worry when
+    the user says no with that worry answered in part (it needs two answers), else ``None``."""
+    first = _play(env, [OPENER], seed)
+    voiced = [e.partition(":")[2] for e in first[0]["events"] if e.startswith("voiced:")]
+    if not voiced:
+        return None
+    answer = env.card.concern(voiced[0]).unlock[0]
+    steps = _play(env, [OPENER, answer, "Would you like to donate a little of your payment?"], seed)
+    state = env.user.tracker.states[voiced[0]]
+    if len(steps) < 3 or env.user.decision != "refused" or state.status == "resolved":
+        return None
+    if state.progress <= 0 or f"voiced:{voiced[0]}" not in steps[2]["events"]:
+        return None
+    return steps, voiced[0]
+
+
+def test_a_no_after_half_an_answer_says_what_is_still_missing(p4g: Any) -> None:
+    """Blind play round 6: "Huh, I didn't know medicine was that cheap. But no." reads as a
+    settled no; "It still feels small. But I'm going to pass." tells the system there is more
+    to answer. Of the card's reactions to a partial answer, the no uses one that says so."""
+    seen = 0
+    for seed in range(40):
+        found = _half_answered_no(p4g, seed)
+        if found is None:
+            continue
+        steps, cid = found
+        earlier = " ".join(s["reply"].lower() for s in steps[:2])
+        lines = [
+            x
+            for x in p4g.card.concern(cid).ack_partial
+            if _RESERVATION.search(x) and x.lower() not in earlier  # never said twice
+        ]
+        if not lines:
+            continue
+        seen += 1
+        assert any(line.lower() in steps[2]["reply"].lower() for line in lines), steps[2]
+    assert seen, "no refusal naming a partly answered worry in 40 seeds"

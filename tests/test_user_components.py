@@ -15,7 +15,13 @@ from dialogue_gym.cards import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users import CognitiveUser
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
-from dialogue_gym.users.concerns import PARTIAL, RESOLVED, UNRESOLVED, ConcernTracker
+from dialogue_gym.users.concerns import (
+    PARTIAL,
+    RESOLVED,
+    UNRESOLVED,
+    ConcernTracker,
+    arguments_for,
+)
 from dialogue_gym.users.decision import DecisionContext, ThresholdDecision
 from dialogue_gym.users.perception import UserPerception
 from dialogue_gym.users.persona import persona_bank
@@ -150,6 +156,24 @@ def _argued(analyzer: UtteranceAnalyzer, concern_id: str, sentences: int) -> Per
         per_sentence=tuple(dict(row) for _ in range(sentences)),
     )
     return dataclasses.replace(p, meaning=meaning)
+
+
+def test_reasons_joined_by_semicolons_count_clause_by_clause(card, analyzer):
+    """Blind play round 6: "Fifty cents buys ... deworming pills ...; small gifts are pooled,
+    so they turn into real supplies ..." is two reasons in one sentence; each clause that
+    answers the concern counts, and the sentence read whole still counts once."""
+    preset = card_preset(card, "hard")
+    cid = card.concerns[0].id
+    p = _argued(analyzer, cid, 1)
+    assert p.meaning is not None
+    row, other = p.meaning.per_sentence[0], dict.fromkeys(p.meaning.per_sentence[0], 0.0)
+    other[card.concerns[1].id] = 0.9
+    two = dataclasses.replace(p.meaning, clauses=((row, row),))
+    assert arguments_for(dataclasses.replace(p, meaning=two), cid, preset) == 2
+    mixed = dataclasses.replace(p.meaning, clauses=((row, other),))
+    assert arguments_for(dataclasses.replace(p, meaning=mixed), cid, preset) == 1
+    asides = dataclasses.replace(p.meaning, clauses=((other, other),))
+    assert arguments_for(dataclasses.replace(p, meaning=asides), cid, preset) == 1
 
 
 def test_a_thorough_answer_to_the_worry_under_discussion_counts_each_reason(card, analyzer):

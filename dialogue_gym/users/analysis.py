@@ -18,6 +18,7 @@ from dialogue_gym.users.meaning import (
     MeaningReader,
     TurnMeaning,
     has_requests,
+    split_clauses,
     split_sentences,
 )
 
@@ -341,7 +342,10 @@ class UtteranceAnalyzer:
         # just name the amount; if not, no worries at all") is read on its own as well: the
         # opt-out reads as backing off and would drown the ask.
         head = _request_head(sentences[-1]) if sentences and self._requests else None
-        extra = [s for s in dict.fromkeys([*sentences, *([head] if head else [])]) if s != view]
+        # Reasons joined by semicolons are read clause by clause as well (how many a turn gives).
+        clauses = [split_clauses(s) for s in sentences]
+        pieces = [*sentences, *([head] if head else []), *(c for cs in clauses for c in cs)]
+        extra = [s for s in dict.fromkeys(pieces) if s != view]
         by_text: dict[str, np.ndarray] = {}
         if embedding is None or extra:
             # One encoder call for the turn and its sentences (a one-sentence turn is its own
@@ -358,6 +362,14 @@ class UtteranceAnalyzer:
             per_sentence = np.asarray(ordered, dtype=np.float32).reshape(len(sentences), -1)
             probes = [bool(_OPEN_QUESTION.search(s)) for s in sentences]
             read = self.meaning_reader.read(per_sentence, probes)
+            if any(clauses):
+                rows = self.meaning_reader.concern_rows
+                read = dataclasses.replace(
+                    read,
+                    clauses=tuple(
+                        rows(np.asarray([by_text[c] for c in cs])) if cs else () for cs in clauses
+                    ),
+                )
         cues = self._cue_index.read(view)  # every cue family below reads the same view
         # Cosines on MiniLM's scale, where every threshold of the users was set.
         sims = on_reference_scale(self.encoder, self._protos @ embedding)

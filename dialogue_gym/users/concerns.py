@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -151,12 +151,20 @@ def arguments_for(p: Perception, concern_id: str, preset: UserPreset) -> int:
     """
     if p.meaning is None:
         return 0
+
+    def answers(row: Mapping[str, float]) -> bool:
+        return (
+            bool(row)
+            and max(row, key=lambda cid: row[cid]) == concern_id
+            and (row[concern_id] >= preset.focus_threshold)
+        )
+
+    clauses = p.meaning.clauses or ((),) * len(p.meaning.per_sentence)
+    # A sentence that joins reasons with semicolons gives as many as its clauses that each
+    # answer the concern, and at least the one it gives read whole.
     return sum(
-        1
-        for row in p.meaning.per_sentence
-        if row
-        and max(row, key=lambda cid: row[cid]) == concern_id
-        and row[concern_id] >= preset.focus_threshold
+        max(int(answers(row)), sum(answers(c) for c in parts))
+        for row, parts in zip(p.meaning.per_sentence, clauses, strict=True)
     )
 
 

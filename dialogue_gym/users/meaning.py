@@ -61,6 +61,7 @@ __all__ = [
     "has_requests",
     "load_perception_set",
     "parse_perception_set",
+    "split_clauses",
     "split_sentences",
 ]
 
@@ -71,6 +72,7 @@ NEAR_MISS = "near_miss"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w")
+_WORDS = re.compile(r"\w+")
 
 
 ASKS = ("ask_polite", "ask_pushy")
@@ -93,6 +95,23 @@ def has_requests(card: TaskCard) -> bool:
 
 class PerceptionSetError(ValueError):
     """A perception set that cannot be used (names the file and the field)."""
+
+
+_CLAUSE_BREAK = re.compile(r";\s+")
+CLAUSE_WORDS = 4
+"""The fewest words of a clause read as a reason of its own (shorter ones are asides)."""
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """The independent clauses a sentence joins with semicolons; ``[]`` when it is one.
+
+    Writers join reasons that way ("Fifty cents buys a year of deworming pills; small gifts
+    are pooled, so they turn into real supplies."): each clause is a reason of its own. A
+    short piece ("if not, no worries") is an aside, not a clause.
+    """
+    pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
+    clauses = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
+    return clauses if len(clauses) >= 2 else []
 
 
 def split_sentences(text: str, min_words: int = 3) -> list[str]:
@@ -212,6 +231,9 @@ class TurnMeaning:
             last sentence that is not an opt-out, a thanks or a goodbye ("..., would you like to
             give part of your $2? If the answer is no, that's completely fine."), when a polite
             ask is its likeliest reading (0 otherwise).
+        clauses: Per sentence, the concern readings of its independent clauses when it joins
+            several with semicolons ("Fifty cents buys a year of deworming pills; small gifts
+            are pooled into real supplies." carries two reasons), else an empty tuple.
     """
 
     concerns: Mapping[str, float]
@@ -222,6 +244,7 @@ class TurnMeaning:
     closing: str | None = None
     per_sentence: tuple[Mapping[str, float], ...] = ()
     closing_ask: float = 0.0
+    clauses: tuple[tuple[Mapping[str, float], ...], ...] = ()
 
     def likeliest(self, among: Sequence[str] | None = None) -> str | None:
         """The concern (of ``among``, default all) the turn reads likeliest as answering.
@@ -395,6 +418,13 @@ class MeaningReader:
         logits -= logits.max(axis=1, keepdims=True)
         probs = np.exp(logits)
         return probs / probs.sum(axis=1, keepdims=True)
+
+    def concern_rows(self, embeddings: np.ndarray) -> tuple[dict[str, float], ...]:
+        """Per row of ``embeddings``, concern id → the probability that it answers that concern."""
+        probs = self.probabilities(embeddings)
+        return tuple(
+            {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
+        )
 
     def polite_ask(self, embedding: np.ndarray) -> float:
         """The probability that a clause is a polite ask (0 unless it is its likeliest reading)."""

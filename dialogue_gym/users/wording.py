@@ -31,6 +31,11 @@ _FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repeti
 _TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
 
+_RESERVATION = re.compile(
+    r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
+)
+"""A reaction to a partial answer that says what is still missing ("It still feels small.")."""
+
 
 def _stated_stance(text: str, card: TaskCard) -> str:
     """The stance a reply states (the classifier the embedded judges use too)."""
@@ -180,7 +185,7 @@ class TemplateWording:
                         # The worry was answered in part: the user says how far the answer got
                         # and then no ("That helps my margins a bit. But not yet."), never
                         # "That helps my margins a bit. That's why it's a no from me."
-                        parts.append(self._voice(reason))
+                        parts.append(self._voice(reason, reservation=True))
                         keys.append("partial")
                         say("refuse")
                     else:
@@ -241,13 +246,31 @@ class TemplateWording:
                 options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         return pick_unused(self._rng, self.used, key, options)
 
-    def _voice(self, cid: str) -> str:
+    def _voice(self, cid: str, reservation: bool = False) -> str:
         """Words concern ``cid``: its voice line, or a reaction once it was partly answered.
 
         Asking afresh after an answer would ignore what the system said.
+
+        Args:
+            cid: The concern.
+            reservation: The line gives a no: of the reactions to a partial answer, one that
+                says what is still missing ("It still feels small.", "Not fully sold
+                though.") while the card has one not said yet, so that a no after half an
+                answer tells the system there is more to say.
         """
         concern = self.card.concern(cid)
         answered = self.tracker.voice(cid) and concern.ack_partial
+        if answered and reservation:
+            options = concern.ack_partial
+            fresh = [
+                i
+                for i, line in enumerate(options)
+                if _RESERVATION.search(line) and f"partial:{cid}:{i}" not in self.used
+            ]
+            if fresh:
+                index = int(self._rng.choice(fresh))
+                self.used.add(f"partial:{cid}:{index}")
+                return options[index]
         if answered:
             return self._pick(f"partial:{cid}", concern.ack_partial)
         return self._pick(f"voice:{cid}", concern.voice)

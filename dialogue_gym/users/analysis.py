@@ -363,11 +363,12 @@ class UtteranceAnalyzer:
             probes = [bool(_OPEN_QUESTION.search(s)) for s in sentences]
             read = self.meaning_reader.read(per_sentence, probes)
             if any(clauses):
-                rows = self.meaning_reader.concern_rows
+                reader = self.meaning_reader
                 read = dataclasses.replace(
                     read,
                     clauses=tuple(
-                        rows(np.asarray([by_text[c] for c in cs])) if cs else () for cs in clauses
+                        reader.concern_rows(np.asarray([by_text[c] for c in cs])) if cs else ()
+                        for cs in clauses
                     ),
                 )
         cues = self._cue_index.read(view)  # every cue family below reads the same view

@@ -3,13 +3,23 @@
 * :class:`SingleAgent` — a ``gymnasium.Env`` for one seat (the other seat internal).
 * :class:`StrategyActions` — ``Discrete`` strategy actions with a feature ``Box`` observation
   (for SB3 and PPDPP-style planners), realized by a :class:`TemplateRealizer`.
+* :class:`ConcernActions` — ``Discrete`` listening moves (answer concern *c*, probe,
+  acknowledge, ask) with features of what the user voiced and settled.
 * :class:`RecordEpisodes` — appends one JSON line per finished episode.
 """
 
 from __future__ import annotations
 
+from dialogue_gym.wrappers.concern_actions import ConcernActions, ListeningMoves
 from dialogue_gym.wrappers.record import RecordEpisodes
 from dialogue_gym.wrappers.single_agent import SingleAgent
 from dialogue_gym.wrappers.strategy_actions import StrategyActions, TemplateRealizer
 
-__all__ = ["RecordEpisodes", "SingleAgent", "StrategyActions", "TemplateRealizer"]
+__all__ = [
+    "ConcernActions",
+    "ListeningMoves",
+    "RecordEpisodes",
+    "SingleAgent",
+    "StrategyActions",
+    "TemplateRealizer",
+]

@@ -1,0 +1,111 @@
+"""What can a policy over a discrete interface reach? Its floor, fixed-sequence line and ceiling.
+
+For each hard env and each discrete view (``concern``: :class:`ConcernActions`, the listening
+moves; ``strategy``: :class:`StrategyActions`, the paper's strategies), on the same evaluation
+seeds:
+
+* ``random`` — a uniformly random action each exchange (seeded);
+* ``fixed best`` — the best single action sequence found by coordinate ascent on training
+  seeds (``--train-seed``), then played on the evaluation seeds: a learner must beat it to show
+  it learned to listen rather than found one good action;
+* ``ceiling`` — a clairvoyant beam search per evaluation episode (it replays the episode to see
+  outcomes): what the interface allows at best;
+* ``scripted`` — the hand-written text agent, for scale.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/interface_bounds.py --envs P4G-hard --episodes 20
+
+1 torch thread; the static encoder by default (what the planner trains on); ``--encoder minilm``
+for the evaluation encoder (about 3x slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+import dialogue_gym
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.testing.move_search import (
+    best_fixed_sequence,
+    clairvoyant_search,
+    play_moves,
+)
+from dialogue_gym.wrappers import ConcernActions, StrategyActions
+
+HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
+VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}
+
+
+def _random_rate(env: Any, seeds: range, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    n = int(env.action_space.n)
+    budget = int(env.max_exchanges)
+    wins = [play_moves(env, rng.integers(n, size=budget).tolist(), s)[0] for s in seeds]
+    return float(np.mean(wins))
+
+
+def _bounds(env_id: str, view: str, args: argparse.Namespace) -> dict[str, float]:
+    env = VIEWS[view](dialogue_gym.make(env_id, encoder=args.encoder))
+    test = range(args.seed, args.seed + args.episodes)
+    train = range(args.train_seed, args.train_seed + args.train_episodes)
+    started = time.perf_counter()
+    fixed, _ = best_fixed_sequence(env, train, rounds=args.rounds)
+    fixed_rate = float(np.mean([play_moves(env, fixed, s)[0] for s in test]))
+    ceiling = float(np.mean([clairvoyant_search(env, s, args.width)[1][0] for s in test]))
+    row = {
+        "random": _random_rate(env, test, args.seed),
+        "fixed best": fixed_rate,
+        "ceiling": ceiling,
+        "seconds": time.perf_counter() - started,
+    }
+    names = getattr(env, "strategy_names", ())
+    print(f"  {env_id} {view}: fixed sequence {[names[a] for a in fixed]}", flush=True)
+    env.close()
+    return row
+
+
+def main() -> int:
+    """Prints the bounds table; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--envs", nargs="+", default=list(HARD))
+    parser.add_argument("--views", nargs="+", choices=sorted(VIEWS), default=sorted(VIEWS))
+    parser.add_argument("--episodes", type=int, default=20, help="evaluation episodes")
+    parser.add_argument("--seed", type=int, default=0, help="first evaluation seed")
+    parser.add_argument("--train-episodes", type=int, default=20)
+    parser.add_argument("--train-seed", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=2, help="coordinate-ascent passes")
+    parser.add_argument("--width", type=int, default=8, help="beam width of the ceiling")
+    parser.add_argument("--encoder", default="static")
+    args = parser.parse_args()
+    print(f"{'env':<15}{'view':<10}{'random':>8}{'fixed':>8}{'ceiling':>9}{'scripted':>10}{'s':>7}")
+    for env_id in args.envs:
+        scripted = evaluate(
+            ["scripted"],
+            [env_id],
+            episodes=args.episodes,
+            seed=args.seed,
+            env_kwargs={"encoder": args.encoder},
+            progress=False,
+        )
+        rate = float(np.mean([r["success"] for r in scripted.records]))
+        for view in args.views:
+            try:
+                row = _bounds(env_id, view, args)
+            except ValueError as error:  # a view the task has no moves for (negotiation)
+                print(f"{env_id:<15}{view:<10} skipped: {error}")
+                continue
+            print(
+                f"{env_id:<15}{view:<10}{row['random']:>8.2f}{row['fixed best']:>8.2f}"
+                f"{row['ceiling']:>9.2f}{rate:>10.2f}{row['seconds']:>7.0f}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""Bounds of a discrete action interface: the best fixed sequence and a clairvoyant ceiling.
+
+A learned policy over :class:`~dialogue_gym.wrappers.ConcernActions` (or
+:class:`~dialogue_gym.wrappers.StrategyActions`) is judged between two lines:
+
+* **the best fixed sequence** (:func:`best_fixed_sequence`): one sequence of actions, the same
+  in every episode, found by coordinate ascent on training seeds. A policy that does no better
+  has learned an action, not to listen.
+* **the clairvoyant ceiling** (:func:`clairvoyant_search`): per episode, a beam search over
+  action prefixes that replays the episode from its seed to see every outcome — what the
+  interface allows at best; no policy that sees only the observation can beat it.
+
+Both replay episodes from ``reset(seed)`` (the envs are deterministic per seed), so they work
+on any discrete view whose ``step`` takes an action index.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["Outcome", "best_fixed_sequence", "clairvoyant_search", "play_moves"]
+
+Outcome = tuple[bool, float, int]
+"""``(success, final progress s, exchanges)`` of one episode."""
+
+
+def play_moves(env: Any, moves: Sequence[int], seed: int) -> Outcome:
+    """Plays ``moves`` from ``env.reset(seed=seed)`` until the episode ends or they run out.
+
+    Args:
+        env: A discrete view (``ConcernActions``, ``StrategyActions``).
+        moves: Action indices, in order.
+        seed: The episode seed.
+
+    Returns:
+        Whether the episode succeeded, the user's final progress s and the exchanges played.
+    """
+    env.reset(seed=seed)
+    info: dict[str, Any] = {}
+    played = 0
+    for action in moves:
+        _, _, terminated, truncated, info = env.step(int(action))
+        played += 1
+        if terminated or truncated:
+            break
+    return bool(info.get("success", False)), float(info.get("s", 0.0)), played
+
+
+def _rank(outcome: Outcome) -> tuple[float, float, float]:
+    success, s, exchanges = outcome
+    return (float(success), s, -float(exchanges) if success else 0.0)
+
+
+def clairvoyant_search(env: Any, seed: int, width: int = 8) -> tuple[list[int], Outcome]:
+    """The best action sequence for episode ``seed`` found by a beam search that sees outcomes.
+
+    Every prefix of the beam is extended by every action and replayed from the seed; the
+    ``width`` best (success, then final progress s, then fewer exchanges) are kept. The search
+    stops at the first successful sequence (it cannot be beaten on success) or at the budget.
+
+    Args:
+        env: A discrete view whose ``action_space.n`` actions are searched.
+        seed: The episode seed.
+        width: Beam width.
+
+    Returns:
+        The best sequence and its outcome.
+
+    Raises:
+        ValueError: ``width`` is below 1.
+    """
+    if width < 1:
+        raise ValueError(f"width must be at least 1, got {width}")
+    actions = range(int(env.action_space.n))
+    beam: list[tuple[list[int], Outcome]] = [([], (False, 0.0, 0))]
+    best = beam[0]
+    while beam:
+        scored = []
+        for prefix, _ in beam:
+            for action in actions:
+                moves = [*prefix, action]
+                outcome = play_moves(env, moves, seed)
+                if outcome[0]:
+                    return moves, outcome
+                ended = outcome[2] < len(moves)  # the episode ended before the last move
+                if not ended:
+                    scored.append((moves, outcome))
+                if _rank(outcome) > _rank(best[1]) or not best[0]:
+                    best = (moves, outcome)
+        scored.sort(key=lambda item: _rank(item[1]), reverse=True)
+        budget = getattr(env, "max_exchanges", 8)
+        beam = [item for item in scored[:width] if len(item[0]) < budget]
+    return best
+
+
+def best_fixed_sequence(
+    env: Any,
+    seeds: Sequence[int],
+    length: int | None = None,
+    rounds: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[int], float]:
+    """The best single action sequence on ``seeds``, by coordinate ascent.
+
+    Starts from the sequence that repeats the action best on its own, then visits every
+    position ``rounds`` times and tries every action there, keeping a change when it raises
+    the score: success rate plus a tenth of the mean final progress s.
+
+    Args:
+        env: A discrete view.
+        seeds: Training episode seeds (keep them apart from the evaluation seeds).
+        length: Sequence length (default: the env's exchange budget).
+        rounds: Passes over the positions.
+        progress: Called with a short status line after each position.
+
+    Returns:
+        The sequence and its score on ``seeds``.
+    """
+    length = int(length) if length else int(getattr(env, "max_exchanges", 8))
+    actions = range(int(env.action_space.n))
+
+    def score(moves: Sequence[int]) -> float:
+        outcomes = [play_moves(env, moves, s) for s in seeds]
+        return sum(o[0] + 0.1 * o[1] for o in outcomes) / len(outcomes)
+
+    scores = {a: score([a] * length) for a in actions}
+    first = max(scores, key=lambda a: scores[a])
+    moves, best = [first] * length, scores[first]
+    for round_index, position in itertools.product(range(rounds), range(length)):
+        for action in actions:
+            if action == moves[position]:
+                continue
+            trial = [*moves[:position], action, *moves[position + 1 :]]
+            value = score(trial)
+            if value > best:
+                moves, best = trial, value
+        if progress is not None:
+            progress(f"round {round_index + 1} position {position + 1}: score {best:.3f}")
+    return moves, best

@@ -1,0 +1,296 @@
+"""``ConcernActions``: the system seat as a choice of listening moves, with what it can see.
+
+:class:`StrategyActions` gives a planner the paper's strategy labels; a label says *how* to
+speak (a credibility appeal, a personal story), not *what the user needs answered*, so no
+strategy can answer the worry the user just voiced, and a learner on it is capped below a
+listening agent. Here every action does one honest thing:
+
+* ``answer:<concern>`` — one per concern of the card: a turn that answers that concern;
+* ``rapport`` — warm small talk; ``probe`` — an open question about what holds the user back;
+  ``acknowledge`` — takes in what the user said; ``ask`` — a polite request for the goal (on
+  tasks that have one).
+
+Which concern to answer, when to probe and when to ask is what a policy must learn from the
+observation: what the user has voiced, which worries look open or settled from its replies,
+the stance of its last reply, the exchanges left.
+
+An answer is realized from the card's ``unlock`` sentences for that concern (the facts the card
+says answer it; the users read 90 % of them as that concern), the other moves from the task's
+shipped perception set (``envs/perception/<task>.toml``: probes, acknowledgements, warm small
+talk, polite asks); within an episode a move does not repeat a wording until all of its
+wordings were used.
+
+Example:
+    >>> env = ConcernActions(dialogue_gym.make("P4G-hard", encoder="static"))  # doctest: +SKIP
+    >>> features, info = env.reset(seed=0)  # doctest: +SKIP
+    >>> env.move_names[:2]  # doctest: +SKIP
+    ('answer:affordability', 'answer:trust')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.mind.cosine_scale import on_reference_scale
+from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.stance import classify_stance
+from dialogue_gym.users.meaning import PerceptionSet, has_requests, load_perception_set
+from dialogue_gym.wrappers.single_agent import SingleAgent
+from dialogue_gym.wrappers.strategy_actions import STANCES, StrategyActions, split_sentences
+
+__all__ = ["REACTIONS", "ConcernActions", "ListeningMoves"]
+
+#: The perception-set act each non-answer move is realized from.
+MOVE_ACTS = {
+    "rapport": "rapport",
+    "probe": "probe",
+    "acknowledge": "acknowledge",
+    "ask": "ask_polite",
+}
+
+#: The kinds of user line a reply sentence is matched to, per concern.
+REACTIONS = ("voice", "partial", "resolved")
+
+
+class ListeningMoves:
+    """Realizes the listening moves of a card (a :class:`~.strategy_actions.Realizer`).
+
+    Args:
+        card: The task card.
+        perception: The card's perception set (default: the shipped one, if any).
+
+    Raises:
+        ValueError: A concern has no wording at all (neither perception-set turns nor
+            ``unlock`` sentences).
+    """
+
+    def __init__(self, card: TaskCard, perception: PerceptionSet | None = None) -> None:
+        perception = perception if perception is not None else load_perception_set(card)
+        pools: dict[str, tuple[str, ...]] = {}
+        for concern in card.concerns:
+            lines = tuple(concern.unlock) or (
+                perception.addressing.get(concern.id, ()) if perception else ()
+            )
+            if not lines:
+                raise ValueError(f"card {card.id!r}: concern {concern.id!r} has no wording")
+            pools[f"answer:{concern.id}"] = tuple(lines)
+        for move, act in MOVE_ACTS.items():
+            if move == "ask" and not has_requests(card):
+                continue  # nothing to ask for (ED: sharing is invited, not granted)
+            lines = perception.turns.get(act, ()) if perception else ()
+            if lines:
+                pools[move] = tuple(lines)
+        self.card = card
+        self.names: tuple[str, ...] = tuple(pools)
+        self._pools = pools
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        """Starts an episode: a fresh generator, every wording unused."""
+        self._rng = np.random.default_rng(seed)
+        self._used: dict[str, set[int]] = {}
+
+    def realize(self, which: int | str) -> str:
+        """A wording of move ``which`` (index or name) not used yet this episode if any is left.
+
+        Raises:
+            KeyError: Unknown move name.
+            IndexError: Index out of range.
+        """
+        name = which if isinstance(which, str) else self.names[int(which)]
+        pool = self._pools[name]
+        used = self._used.setdefault(name, set())
+        if len(used) >= len(pool):
+            used.clear()
+        index = int(self._rng.choice([i for i in range(len(pool)) if i not in used]))
+        used.add(index)
+        return pool[index]
+
+
+class ConcernActions(StrategyActions):
+    """The system seat with ``Discrete(len(move_names))`` listening moves and a feature ``Box``.
+
+    **Actions**: index ``i`` plays :attr:`move_names` ``[i]`` (``answer:<concern>`` in card
+    order, then ``rapport``, ``probe``, ``acknowledge`` and, where the task has a request,
+    ``ask``), realized by :class:`ListeningMoves` (reseeded at every ``reset`` from the env's
+    ``np_random``). Integers, size-1 integer arrays and move names are accepted.
+
+    **Observation** (``Box(0, 1)``; names in :attr:`feature_names`), from what the system sees
+    (its own moves, the user's replies, the public card):
+
+    * ``exchanges_left`` — exchanges left / T.
+    * ``stance:<s>`` — one-hot of the stance the user's last reply states (``none`` before any).
+    * ``last:<move>`` — one-hot of the previous move; ``asks`` — asks so far / T.
+    * per concern ``c``: ``voiced:c`` (some reply voiced it), ``raised_last:c`` (the last reply
+      did), ``open:c`` (voiced and not since acknowledged as settled), ``partial:c`` (a reply
+      took an answer to it in part), ``resolved:c`` (a reply acknowledged it settled) and
+      ``answered:c`` (``answer:c`` moves so far / T).
+
+    A reply sentence counts as a concern's ``voice``, ``partial`` or ``resolved`` line when its
+    closest card line of those kinds is at least ``match_threshold`` similar, on MiniLM's
+    cosine scale (:func:`~dialogue_gym.mind.cosine_scale.on_reference_scale`), so the flags
+    mean the same under every encoder.
+
+    **Info**: the system seat's info plus ``strategy`` (the move name), ``strategy_index`` and
+    ``utterance``.
+
+    Args:
+        env: A dialogue ``ParallelEnv`` with only the system seat external, or a
+            ``SingleAgent`` of the system seat.
+        moves: Move realizer (default: :class:`ListeningMoves` of the env's card).
+        match_threshold: Similarity (MiniLM scale) at which a reply sentence matches a line.
+        encoder: Encoder of the reply features (default: the env's ``encoder``).
+
+    Raises:
+        ValueError: The task is a negotiation (its goal is a price, which these moves cannot
+            make: use :class:`StrategyActions`), or as :class:`StrategyActions`.
+    """
+
+    def __init__(
+        self,
+        env: ParallelEnv | SingleAgent,
+        moves: ListeningMoves | None = None,
+        match_threshold: float = 0.8,
+        encoder: Encoder | None = None,
+    ) -> None:
+        card = env.card if isinstance(env, SingleAgent) else getattr(env, "card", None)
+        if card is not None and card.success_judge.kind == "deal":
+            raise ValueError(
+                f"card {card.id!r} is a negotiation: ConcernActions has no price moves; use "
+                "StrategyActions"
+            )
+        self.match_threshold = float(match_threshold)
+        self._moves = moves
+        super().__init__(env, realizer=moves, encoder=encoder)
+        if self._moves is None:
+            self._moves = ListeningMoves(self.card)
+            self.realizer = self._moves
+        self.move_names: tuple[str, ...] = self._moves.names
+        self.strategy_names = self.move_names  # what StrategyActions validates actions against
+        self.feature_names = (
+            "exchanges_left",
+            *(f"stance:{s}" for s in STANCES),
+            *(f"last:{m}" for m in self.move_names),
+            "asks",
+            *(f"{kind}:{cid}" for kind in _CONCERN_FEATURES for cid in self.concern_ids),
+        )
+        self.action_space = spaces.Discrete(len(self.move_names))
+        self.observation_space = spaces.Box(
+            low=0.0, high=1.0, shape=(len(self.feature_names),), dtype=np.float32
+        )
+        self._reset_features()
+
+    def __repr__(self) -> str:
+        return f"<ConcernActions Discrete({self.action_space.n}) over {self.single!r}>"
+
+    # -- reply reading ---------------------------------------------------------------------
+
+    def _build_voice_prototypes(self) -> None:
+        """Embeds every concern's voice, partial and resolved lines once (card order)."""
+        texts: list[str] = []
+        owners: list[tuple[int, int]] = []
+        for index, concern in enumerate(self.single.card.concerns):
+            for kind, lines in zip(
+                REACTIONS, (concern.voice, concern.ack_partial, concern.ack_resolved), strict=True
+            ):
+                for line in lines:
+                    # A line's sentences match on their own too, but not a short one ("I'm
+                    # listening." would match every reply that says so).
+                    pieces = [p for p in split_sentences(line) if len(p.split()) >= 4]
+                    for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
+                        texts.append(text)
+                        owners.append((index, REACTIONS.index(kind)))
+        self._line_owner = np.asarray(owners, dtype=np.int64).reshape(-1, 2)
+        self._line_matrix = (
+            np.asarray(self.encoder.encode(texts), dtype=np.float32)
+            if texts
+            else np.zeros((0, 1), dtype=np.float32)
+        )
+
+    def _reset_features(self) -> None:
+        n = len(self.single.card.concerns)
+        self._flags = np.zeros((len(_CONCERN_FEATURES), n), dtype=np.float32)
+        self._seen = 0
+        self._last_move: int | None = None
+        self._asks = 0
+        names = getattr(self, "move_names", ())
+        self._counts = np.zeros(max(len(names), len(self.strategy_names)), dtype=np.int64)
+
+    def _read_replies(self, texts: Sequence[str]) -> None:
+        """Updates the concern flags from the user's new replies."""
+        row = {kind: i for i, kind in enumerate(_CONCERN_FEATURES)}
+        self._flags[row["raised_last"]] = 0.0
+        sentences = [s for text in texts for s in split_sentences(text)]
+        if not sentences or not len(self._line_owner):
+            return
+        embedded = np.asarray(self.encoder.encode(sentences), dtype=np.float32)
+        sims = on_reference_scale(self.encoder, embedded @ self._line_matrix.T)
+        for sims_row in np.atleast_2d(sims):
+            best = int(np.argmax(sims_row))
+            if float(sims_row[best]) < self.match_threshold:
+                continue
+            concern, kind = (int(v) for v in self._line_owner[best])
+            reaction = REACTIONS[kind]
+            if reaction == "voice":
+                self._flags[row["voiced"], concern] = 1.0
+                self._flags[row["raised_last"], concern] = 1.0
+                self._flags[row["resolved"], concern] = 0.0  # raised again: not settled
+            elif reaction == "partial":
+                self._flags[row["partial"], concern] = 1.0
+            else:
+                self._flags[row["resolved"], concern] = 1.0
+        voiced, resolved = self._flags[row["voiced"]], self._flags[row["resolved"]]
+        self._flags[row["open"]] = voiced * (1.0 - resolved)
+
+    # -- actions and features --------------------------------------------------------------
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Realizes move ``action`` as an utterance and plays one exchange (see the class)."""
+        index = self._index(action)
+        name = self.move_names[index]
+        if name.startswith("answer:"):
+            concern = self.concern_ids.index(name.partition(":")[2])
+            self._flags[_CONCERN_FEATURES.index("answered"), concern] += 1.0 / self.max_exchanges
+        self._asks += int(name == "ask")
+        self._last_move = index
+        return super().step(index)
+
+    def _features(self, observation: dict[str, Any]) -> np.ndarray:
+        """The feature vector (see the class docstring) from the system's observation."""
+        history = list(observation["history"])
+        own = observation["role"]
+        new_replies = [t["text"] for t in history[self._seen :] if t["speaker"] != own]
+        self._seen = len(history)
+        self._read_replies(new_replies)
+        replies = [t["text"] for t in history if t["speaker"] != own]
+        T = float(self.max_exchanges)
+        moves = len(self.move_names)
+        stance = np.zeros(len(STANCES), dtype=np.float32)
+        if replies:
+            said = classify_stance(replies[-1], self.card)
+            stance[STANCES.index(said if said in STANCES else "neutral")] = 1.0
+        else:
+            stance[0] = 1.0
+        last = np.zeros(moves, dtype=np.float32)
+        if self._last_move is not None:
+            last[self._last_move] = 1.0
+        x = np.concatenate(
+            [
+                [1.0 - observation["exchange"] / T],
+                stance,
+                last,
+                [self._asks / T],
+                self._flags.reshape(-1),
+            ]
+        ).astype(np.float32)
+        return np.clip(x, 0.0, 1.0, out=x)
+
+
+_CONCERN_FEATURES = ("voiced", "raised_last", "open", "partial", "resolved", "answered")
+"""The per-concern feature kinds, in the order of :attr:`ConcernActions.feature_names`."""

@@ -1,0 +1,136 @@
+"""ConcernActions (listening moves + what the system can see) and the interface bounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import dialogue_gym
+from dialogue_gym.cards import load_card
+from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.testing.move_search import best_fixed_sequence, clairvoyant_search, play_moves
+from dialogue_gym.users.analysis import UtteranceAnalyzer
+from dialogue_gym.wrappers import ConcernActions, ListeningMoves
+
+
+@pytest.fixture(scope="module")
+def p4g() -> ConcernActions:
+    return ConcernActions(dialogue_gym.make("P4G-hard", privileged=True))
+
+
+def test_one_answer_move_per_concern_then_the_other_moves() -> None:
+    card = load_card("p4g")
+    names = ListeningMoves(card).names
+    assert names == (
+        *(f"answer:{c.id}" for c in card.concerns),
+        "rapport",
+        "probe",
+        "acknowledge",
+        "ask",
+    )
+    assert "ask" not in ListeningMoves(load_card("ed")).names  # nothing to ask for on ED
+
+
+def test_a_negotiation_has_no_listening_moves() -> None:
+    with pytest.raises(ValueError, match="negotiation"):
+        ConcernActions(dialogue_gym.make("CB-hard", encoder="hashing"))
+
+
+@pytest.mark.parametrize("card_id", ["p4g", "merchant", "courier", "esconv"])
+def test_every_answer_move_reaches_its_concern(card_id: str) -> None:
+    """What the issue asks of the interface: each answer move is read by the users as an
+    answer to its own concern (the likeliest concern of the turn), for most of its wordings."""
+    card = load_card(card_id)
+    analyzer = UtteranceAnalyzer.for_user(card, make_encoder("minilm"))
+    moves = ListeningMoves(card)
+    moves.reset(0)
+    for concern in card.concerns:
+        wordings = [moves.realize(f"answer:{concern.id}") for _ in range(8)]
+        hits = 0
+        for text in wordings:
+            meaning = analyzer.perceive(text).meaning
+            assert meaning is not None
+            hits += meaning.likeliest() == concern.id
+        assert hits >= 6, (concern.id, hits)
+
+
+def test_the_view_passes_gymnasiums_checker(p4g: ConcernActions) -> None:
+    check_env(p4g, skip_render_check=True)
+
+
+def test_same_seed_same_episode(p4g: ConcernActions) -> None:
+    def run() -> list[Any]:
+        x, _ = p4g.reset(seed=11)
+        out = [x]
+        for action in (9, 0, 2, 11):
+            x, reward, _, _, info = p4g.step(action)
+            out += [x, reward, info["utterance"]]
+        return out
+
+    first, second = run(), run()
+    for a, b in zip(first, second, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_actions_by_name_and_bad_actions(p4g: ConcernActions) -> None:
+    p4g.reset(seed=0)
+    _, _, _, _, info = p4g.step("probe")
+    assert info["strategy"] == "probe"
+    with pytest.raises(ValueError, match="out of range"):
+        p4g.step(len(p4g.move_names))
+    with pytest.raises(ValueError, match="unknown strategy"):
+        p4g.step("answer:nothing")
+    with pytest.raises(TypeError):
+        p4g.step(1.5)
+
+
+@pytest.mark.parametrize("encoder", ["minilm", "static"])
+def test_voiced_and_settled_flags_follow_what_the_user_said(encoder: str) -> None:
+    """The observation's concern flags are read from the replies' text; they agree with the
+    user's hidden events (voiced, resolved) under both encoders (the static encoder's cosines
+    are put on MiniLM's scale first)."""
+    env = ConcernActions(dialogue_gym.make("P4G-hard", privileged=True, encoder=encoder))
+    names = env.move_names
+    flagged = agreed = missed = 0
+    for seed in range(12):
+        x, _ = env.reset(seed=seed)
+        voiced: set[str] = set()
+        resolved: set[str] = set()
+        for _ in range(env.max_exchanges):
+            feature = dict(zip(env.feature_names, x, strict=True))
+            open_ = [c for c in env.concern_ids if feature[f"open:{c}"] > 0]
+            action = names.index(f"answer:{open_[0]}" if open_ else "probe")
+            x, _, terminated, truncated, info = env.step(action)
+            for event in info["privileged"]["user_events"]:
+                kind, _, cid = event.partition(":")
+                (voiced if kind == "voiced" else resolved if kind == "resolved" else set()).add(cid)
+            feature = dict(zip(env.feature_names, x, strict=True))
+            for cid in env.concern_ids:
+                if feature[f"voiced:{cid}"] > 0:
+                    flagged += 1
+                    agreed += cid in voiced
+                elif cid in voiced:
+                    missed += 1
+                if feature[f"resolved:{cid}"] > 0:
+                    assert cid in resolved, (seed, cid)
+            if terminated or truncated:
+                break
+    assert flagged and agreed / flagged >= 0.9, (agreed, flagged)
+    assert missed <= 0.25 * (agreed + missed), (missed, agreed)
+
+
+def test_the_fixed_sequence_and_the_ceiling_bound_a_policy(p4g: ConcernActions) -> None:
+    """A fixed sequence is scored by replay; the clairvoyant search finds a success where a
+    listening sequence has one, and is never below the fixed sequence on the same seed."""
+    seeds = range(3)
+    moves, score = best_fixed_sequence(p4g, seeds, rounds=1)
+    assert len(moves) == p4g.max_exchanges
+    always_probe = sum(play_moves(p4g, [9] * 8, s)[0] for s in seeds) / 3
+    assert score >= always_probe
+    for seed in seeds:
+        found, outcome = clairvoyant_search(p4g, seed, width=2)
+        assert play_moves(p4g, found, seed) == outcome  # replays to the same outcome
+        assert outcome[0] or not play_moves(p4g, moves, seed)[0]

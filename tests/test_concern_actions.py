@@ -29,9 +29,21 @@ def test_one_answer_move_per_concern_then_the_other_moves() -> None:
         "rapport",
         "probe",
         "acknowledge",
+        "reflect",
         "ask",
     )
     assert "ask" not in ListeningMoves(load_card("ed")).names  # nothing to ask for on ED
+
+
+def test_reflect_says_back_what_the_user_told_in_the_second_person() -> None:
+    moves = ListeningMoves(load_card("ed"))
+    moves.reset(0)
+    replies = ["Hi.", "I found out my friends had a group chat without me. Why would they?"]
+    assert moves.realize("reflect", replies) == (
+        "It sounds like you found out your friends had a group chat without you."
+    )
+    # Said back once; with nothing new to say back it acknowledges instead.
+    assert "group chat" not in moves.realize("reflect", replies)
 
 
 def test_a_negotiation_has_no_listening_moves() -> None:
@@ -65,7 +77,7 @@ def test_same_seed_same_episode(p4g: ConcernActions) -> None:
     def run() -> list[Any]:
         x, _ = p4g.reset(seed=11)
         out = [x]
-        for action in (9, 0, 2, 11):
+        for action in (9, 0, 12, 11):
             x, reward, _, _, info = p4g.step(action)
             out += [x, reward, info["utterance"]]
         return out

@@ -7,8 +7,9 @@ listening agent. Here every action does one honest thing:
 
 * ``answer:<concern>`` — one per concern of the card: a turn that answers that concern;
 * ``rapport`` — warm small talk; ``probe`` — an open question about what holds the user back;
-  ``acknowledge`` — takes in what the user said; ``ask`` — a polite request for the goal (on
-  tasks that have one).
+  ``acknowledge`` — takes in what the user said; ``reflect`` — says back, in the second person,
+  what the user told about itself ("It sounds like your dog of fourteen years died last
+  week."); ``ask`` — a polite request for the goal (on tasks that have one).
 
 Which concern to answer, when to probe and when to ask is what a policy must learn from the
 observation: what the user has voiced, which worries look open or settled from its replies,
@@ -29,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,7 +89,9 @@ class ListeningMoves:
             if lines:
                 pools[move] = tuple(lines)
         self.card = card
-        self.names: tuple[str, ...] = tuple(pools)
+        # Reflecting is built from the user's own words at play time (no pool), before the ask.
+        names = [name for name in pools if name != "ask"]
+        self.names: tuple[str, ...] = (*names, "reflect", *(["ask"] if "ask" in pools else []))
         self._pools = pools
         self.reset()
 
@@ -95,15 +99,22 @@ class ListeningMoves:
         """Starts an episode: a fresh generator, every wording unused."""
         self._rng = np.random.default_rng(seed)
         self._used: dict[str, set[int]] = {}
+        self._reflected: set[str] = set()
 
-    def realize(self, which: int | str) -> str:
+    def realize(self, which: int | str, replies: Sequence[str] = ()) -> str:
         """A wording of move ``which`` (index or name) not used yet this episode if any is left.
+
+        Args:
+            which: The move, by index or name.
+            replies: The user's replies so far (what ``reflect`` says back).
 
         Raises:
             KeyError: Unknown move name.
             IndexError: Index out of range.
         """
         name = which if isinstance(which, str) else self.names[int(which)]
+        if name == "reflect":
+            return self._reflect(replies)
         pool = self._pools[name]
         used = self._used.setdefault(name, set())
         if len(used) >= len(pool):
@@ -111,6 +122,54 @@ class ListeningMoves:
         index = int(self._rng.choice([i for i in range(len(pool)) if i not in used]))
         used.add(index)
         return pool[index]
+
+    def _reflect(self, replies: Sequence[str]) -> str:
+        """The longest thing the user said about itself not said back yet, in the second person.
+
+        "I found out my friends had a group chat without me." becomes "It sounds like you
+        found out your friends had a group chat without you." With nothing to say back (no
+        first-person statement yet), an acknowledgement.
+        """
+        said = self._reflected
+        candidates = [
+            sentence
+            for reply in replies
+            for sentence in split_sentences(reply)
+            if not sentence.rstrip().endswith("?")
+            and _FIRST_PERSON.search(sentence)
+            and len(sentence.split()) >= 5
+        ]
+        fresh = [c for c in candidates if c not in said]
+        if not fresh:
+            return self.realize("acknowledge") if "acknowledge" in self._pools else "I hear you."
+        sentence = max(fresh, key=lambda c: len(c.split()))
+        said.add(sentence)
+        return f"It sounds like {_second_person(sentence)}"
+
+
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|me|my|myself)\b", re.I)
+_SWAPS = {
+    "i": "you",
+    "i'm": "you're",
+    "im": "you're",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i'll": "you'll",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
+
+
+def _second_person(sentence: str) -> str:
+    """``sentence`` said back to its speaker: "I was" → "you were", "my" → "your", ..."""
+    text = sentence.strip().replace("\u2019", "'")
+    text = re.sub(r"\bI was\b", "you were", text)
+    text = re.sub(r"\bI am\b", "you are", text)
+    text = re.sub(r"\b[\w']+\b", lambda m: _SWAPS.get(m.group(0).lower(), m.group(0)), text)
+    text = text[:1].lower() + text[1:] if not text[:2].isupper() else text
+    return text if text[-1:] in ".!" else f"{text}."
 
 
 class ConcernActions(StrategyActions):
@@ -166,11 +225,9 @@ class ConcernActions(StrategyActions):
                 "StrategyActions"
             )
         self.match_threshold = float(match_threshold)
-        self._moves = moves
         super().__init__(env, realizer=moves, encoder=encoder)
-        if self._moves is None:
-            self._moves = ListeningMoves(self.card)
-            self.realizer = self._moves
+        self._moves: ListeningMoves = moves if moves is not None else ListeningMoves(self.card)
+        self.realizer = self._moves
         self.move_names: tuple[str, ...] = self._moves.names
         self.strategy_names = self.move_names  # what StrategyActions validates actions against
         self.feature_names = (
@@ -219,6 +276,7 @@ class ConcernActions(StrategyActions):
         self._seen = 0
         self._last_move: int | None = None
         self._asks = 0
+        self._replies: list[str] = []
         names = getattr(self, "move_names", ())
         self._counts = np.zeros(max(len(names), len(self.strategy_names)), dtype=np.int64)
 
@@ -259,7 +317,11 @@ class ConcernActions(StrategyActions):
             self._flags[_CONCERN_FEATURES.index("answered"), concern] += 1.0 / self.max_exchanges
         self._asks += int(name == "ask")
         self._last_move = index
-        return super().step(index)
+        utterance = self._moves.realize(index, self._replies)
+        observation, reward, terminated, truncated, info = self.single.step(utterance)
+        self._counts[index] += 1
+        info = {**info, "strategy": name, "strategy_index": index, "utterance": utterance}
+        return self._features(observation), reward, terminated, truncated, info
 
     def _features(self, observation: dict[str, Any]) -> np.ndarray:
         """The feature vector (see the class docstring) from the system's observation."""
@@ -269,6 +331,7 @@ class ConcernActions(StrategyActions):
         self._seen = len(history)
         self._read_replies(new_replies)
         replies = [t["text"] for t in history if t["speaker"] != own]
+        self._replies = replies
         T = float(self.max_exchanges)
         moves = len(self.move_names)
         stance = np.zeros(len(STANCES), dtype=np.float32)

@@ -16,13 +16,14 @@ from dialogue_gym.backends import FakeBackend
 from dialogue_gym.cards import load_card
 from dialogue_gym.cli import main
 from dialogue_gym.data import load_corpus
-from dialogue_gym.wrappers import StrategyActions
+from dialogue_gym.wrappers import ConcernActions, ListeningMoves, StrategyActions
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     CheckpointNotFoundError,
     CheckpointWriter,
     load_checkpoint,
 )
+from dialogue_gym_agents.common.sb3 import sb3_actor
 from dialogue_gym_agents.common.seeding import generators
 from dialogue_gym_agents.common.tracking import RunLogger, read_scalars
 from dialogue_gym_agents.planner import train as planner_training
@@ -244,7 +245,7 @@ def test_sb3_weight_copy_round_trip() -> None:
         device="cpu",
     )
     net = StrategyPolicyNet(env.observation_space.shape[0], env.action_space.n, (8,))
-    actor = planner_training._sb3_actor(model.policy)
+    actor = sb3_actor(model.policy)
     copy_actor_weights(net.linears(), actor)
     batch = _features_batch()
     with torch.no_grad():
@@ -400,3 +401,33 @@ def test_planner_agent_shape_check() -> None:
     features = StrategyFeatures(card, "hashing")
     with pytest.raises(ValueError, match="does not fit the card"):
         PlannerAgent(card, StrategyPolicyNet(features.n_features + 1, 13), features)
+
+
+def test_a_planner_over_listening_moves_trains_and_plays(tmp_path: Path) -> None:
+    """``--view concern``: PPO on ConcernActions (no corpus pretraining), and the agent plays
+    the moves through text, computing the view's features from what it observes."""
+    out = tmp_path / "concern"
+    argv = ["train", "planner", "--task", "P4G", "--out", str(out), "--view", "concern"]
+    assert main([*argv, *TINY, "--ppo-steps", "128"]) == 0
+    card = load_card("p4g")
+    checkpoint = load_checkpoint(out, kind="planner", card=card)
+    view = ConcernActions(dialogue_gym.make("P4G-hard", encoder="hashing"))
+    assert checkpoint.info["view"] == "concern" and "pretrain" not in checkpoint.info
+    assert checkpoint.info["feature_names"] == list(view.feature_names)
+    agent = planner(card, checkpoint=out)
+    env = dialogue_gym.make("P4G-hard", encoder="hashing")
+    observations, _ = env.reset(seed=3)
+    agent.reset(3)
+    view.tracker.reset()
+    for _ in range(4):
+        text = agent.act(observations["system"])  # observes, chooses, records the move
+        view.tracker.observe(observations["system"])
+        view.tracker.record(view.move_names.index(agent.last_strategy or ""))
+        seen = observations["system"]  # seen by both: the same vector, move included
+        assert np.array_equal(agent.features.observe(seen), view.tracker.observe(seen))
+        pool = ListeningMoves(card)._pools.get(agent.last_strategy or "", ())
+        assert text in pool or text.startswith("It sounds like") or agent.last_strategy == "reflect"
+        observations, _, _, _, _ = env.step({"system": text})
+    llm = PlannerConfig(task="P4G", view="concern", realizer="llm", backend="fake", out=str(out))
+    with pytest.raises(ValueError, match="realizes its moves itself"):
+        planner_training.train_planner(llm)

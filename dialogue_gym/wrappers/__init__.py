@@ -10,13 +10,18 @@
 
 from __future__ import annotations
 
-from dialogue_gym.wrappers.concern_actions import ConcernActions, ListeningMoves
+from dialogue_gym.wrappers.concern_actions import (
+    ConcernActions,
+    ListeningFeatures,
+    ListeningMoves,
+)
 from dialogue_gym.wrappers.record import RecordEpisodes
 from dialogue_gym.wrappers.single_agent import SingleAgent
 from dialogue_gym.wrappers.strategy_actions import StrategyActions, TemplateRealizer
 
 __all__ = [
     "ConcernActions",
+    "ListeningFeatures",
     "ListeningMoves",
     "RecordEpisodes",
     "SingleAgent",

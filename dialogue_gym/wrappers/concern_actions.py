@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from dialogue_gym.users.meaning import PerceptionSet, has_requests, load_percept
 from dialogue_gym.wrappers.single_agent import SingleAgent
 from dialogue_gym.wrappers.strategy_actions import STANCES, StrategyActions, split_sentences
 
-__all__ = ["REACTIONS", "ConcernActions", "ListeningMoves"]
+__all__ = ["REACTIONS", "ConcernActions", "ListeningFeatures", "ListeningMoves"]
 
 #: The perception-set act each non-answer move is realized from.
 MOVE_ACTS = {
@@ -172,16 +172,151 @@ def _second_person(sentence: str) -> str:
     return text if text[-1:] in ".!" else f"{text}."
 
 
+class ListeningFeatures:
+    """The :class:`ConcernActions` feature vector, from raw system observations.
+
+    The wrapper uses it, and so can an agent that plays through text (the planner trained on
+    the view): call :meth:`observe` with each observation and :meth:`record` with the move
+    then chosen. See :class:`ConcernActions` for the features.
+
+    Args:
+        card: The task card.
+        encoder: Encoder of the reply features.
+        move_names: The moves (``ListeningMoves(card).names``).
+        max_exchanges: T.
+        match_threshold: Similarity (MiniLM scale) at which a reply sentence matches a line.
+    """
+
+    def __init__(
+        self,
+        card: TaskCard,
+        encoder: Encoder,
+        move_names: Sequence[str],
+        max_exchanges: int,
+        match_threshold: float = 0.8,
+    ) -> None:
+        self.card = card
+        self.encoder = encoder
+        self.move_names = tuple(move_names)
+        self.max_exchanges = int(max_exchanges)
+        self.match_threshold = float(match_threshold)
+        self.concern_ids = tuple(c.id for c in card.concerns)
+        self.feature_names: tuple[str, ...] = (
+            "exchanges_left",
+            *(f"stance:{s}" for s in STANCES),
+            *(f"last:{m}" for m in self.move_names),
+            "asks",
+            *(f"{kind}:{cid}" for kind in _CONCERN_FEATURES for cid in self.concern_ids),
+        )
+        texts: list[str] = []
+        owners: list[tuple[int, int]] = []
+        for index, concern in enumerate(card.concerns):
+            for kind, lines in enumerate(
+                (concern.voice, concern.ack_partial, concern.ack_resolved)
+            ):
+                for line in lines:
+                    # A line's sentences match on their own too, but not a short one ("I'm
+                    # listening." would match every reply that says so).
+                    pieces = [p for p in split_sentences(line) if len(p.split()) >= 4]
+                    for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
+                        texts.append(text)
+                        owners.append((index, kind))
+        self._line_owner = np.asarray(owners, dtype=np.int64).reshape(-1, 2)
+        self._line_matrix = (
+            np.asarray(encoder.encode(texts), dtype=np.float32)
+            if texts
+            else np.zeros((0, 1), dtype=np.float32)
+        )
+        self.reset()
+
+    @property
+    def n_features(self) -> int:
+        """Length of the feature vector."""
+        return len(self.feature_names)
+
+    def reset(self) -> None:
+        """Starts an episode."""
+        self._flags = np.zeros((len(_CONCERN_FEATURES), len(self.concern_ids)), dtype=np.float32)
+        self._seen = 0
+        self._last_move: int | None = None
+        self._asks = 0
+        self.replies: list[str] = []  # the user's replies so far (what ``reflect`` says back)
+
+    def record(self, move: int) -> None:
+        """Counts the move just chosen."""
+        name = self.move_names[int(move)]
+        if name.startswith("answer:"):
+            concern = self.concern_ids.index(name.partition(":")[2])
+            self._flags[_CONCERN_FEATURES.index("answered"), concern] += 1.0 / self.max_exchanges
+        self._asks += int(name == "ask")
+        self._last_move = int(move)
+
+    def _read_replies(self, texts: Sequence[str]) -> None:
+        """Updates the concern flags from the user's new replies."""
+        row = {kind: i for i, kind in enumerate(_CONCERN_FEATURES)}
+        self._flags[row["raised_last"]] = 0.0
+        sentences = [s for text in texts for s in split_sentences(text)]
+        if not sentences or not len(self._line_owner):
+            return
+        embedded = np.asarray(self.encoder.encode(sentences), dtype=np.float32)
+        sims = on_reference_scale(self.encoder, embedded @ self._line_matrix.T)
+        for sims_row in np.atleast_2d(sims):
+            best = int(np.argmax(sims_row))
+            if float(sims_row[best]) < self.match_threshold:
+                continue
+            concern, kind = (int(v) for v in self._line_owner[best])
+            reaction = REACTIONS[kind]
+            if reaction == "voice":
+                self._flags[row["voiced"], concern] = 1.0
+                self._flags[row["raised_last"], concern] = 1.0
+                self._flags[row["resolved"], concern] = 0.0  # raised again: not settled
+            elif reaction == "partial":
+                self._flags[row["partial"], concern] = 1.0
+            else:
+                self._flags[row["resolved"], concern] = 1.0
+        voiced, resolved = self._flags[row["voiced"]], self._flags[row["resolved"]]
+        self._flags[row["open"]] = voiced * (1.0 - resolved)
+
+    def observe(self, observation: Mapping[str, Any]) -> np.ndarray:
+        """The feature vector for a system observation (``history``, ``role``, ``exchange``)."""
+        history = list(observation["history"])
+        own = observation["role"]
+        self._read_replies([t["text"] for t in history[self._seen :] if t["speaker"] != own])
+        self._seen = len(history)
+        self.replies = [t["text"] for t in history if t["speaker"] != own]
+        T = float(self.max_exchanges)
+        stance = np.zeros(len(STANCES), dtype=np.float32)
+        if self.replies:
+            said = classify_stance(self.replies[-1], self.card)
+            stance[STANCES.index(said if said in STANCES else "neutral")] = 1.0
+        else:
+            stance[0] = 1.0
+        last = np.zeros(len(self.move_names), dtype=np.float32)
+        if self._last_move is not None:
+            last[self._last_move] = 1.0
+        x = np.concatenate(
+            [
+                [1.0 - observation["exchange"] / T],
+                stance,
+                last,
+                [self._asks / T],
+                self._flags.ravel(),
+            ]
+        ).astype(np.float32)
+        return np.clip(x, 0.0, 1.0, out=x)
+
+
 class ConcernActions(StrategyActions):
     """The system seat with ``Discrete(len(move_names))`` listening moves and a feature ``Box``.
 
     **Actions**: index ``i`` plays :attr:`move_names` ``[i]`` (``answer:<concern>`` in card
-    order, then ``rapport``, ``probe``, ``acknowledge`` and, where the task has a request,
-    ``ask``), realized by :class:`ListeningMoves` (reseeded at every ``reset`` from the env's
-    ``np_random``). Integers, size-1 integer arrays and move names are accepted.
+    order, then ``rapport``, ``probe``, ``acknowledge``, ``reflect`` and, where the task has a
+    request, ``ask``), realized by :class:`ListeningMoves` (reseeded at every ``reset`` from
+    the env's ``np_random``). Integers, size-1 integer arrays and move names are accepted.
 
     **Observation** (``Box(0, 1)``; names in :attr:`feature_names`), from what the system sees
-    (its own moves, the user's replies, the public card):
+    (its own moves, the user's replies, the public card), computed by
+    :class:`ListeningFeatures`:
 
     * ``exchanges_left`` — exchanges left / T.
     * ``stance:<s>`` — one-hot of the stance the user's last reply states (``none`` before any).
@@ -224,135 +359,44 @@ class ConcernActions(StrategyActions):
                 f"card {card.id!r} is a negotiation: ConcernActions has no price moves; use "
                 "StrategyActions"
             )
-        self.match_threshold = float(match_threshold)
         super().__init__(env, realizer=moves, encoder=encoder)
         self._moves: ListeningMoves = moves if moves is not None else ListeningMoves(self.card)
         self.realizer = self._moves
         self.move_names: tuple[str, ...] = self._moves.names
         self.strategy_names = self.move_names  # what StrategyActions validates actions against
-        self.feature_names = (
-            "exchanges_left",
-            *(f"stance:{s}" for s in STANCES),
-            *(f"last:{m}" for m in self.move_names),
-            "asks",
-            *(f"{kind}:{cid}" for kind in _CONCERN_FEATURES for cid in self.concern_ids),
+        self.tracker = ListeningFeatures(
+            self.card, self.encoder, self.move_names, self.max_exchanges, match_threshold
         )
+        self.feature_names = self.tracker.feature_names
         self.action_space = spaces.Discrete(len(self.move_names))
         self.observation_space = spaces.Box(
             low=0.0, high=1.0, shape=(len(self.feature_names),), dtype=np.float32
         )
-        self._reset_features()
 
     def __repr__(self) -> str:
         return f"<ConcernActions Discrete({self.action_space.n}) over {self.single!r}>"
 
-    # -- reply reading ---------------------------------------------------------------------
-
     def _build_voice_prototypes(self) -> None:
-        """Embeds every concern's voice, partial and resolved lines once (card order)."""
-        texts: list[str] = []
-        owners: list[tuple[int, int]] = []
-        for index, concern in enumerate(self.single.card.concerns):
-            for kind, lines in zip(
-                REACTIONS, (concern.voice, concern.ack_partial, concern.ack_resolved), strict=True
-            ):
-                for line in lines:
-                    # A line's sentences match on their own too, but not a short one ("I'm
-                    # listening." would match every reply that says so).
-                    pieces = [p for p in split_sentences(line) if len(p.split()) >= 4]
-                    for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
-                        texts.append(text)
-                        owners.append((index, REACTIONS.index(kind)))
-        self._line_owner = np.asarray(owners, dtype=np.int64).reshape(-1, 2)
-        self._line_matrix = (
-            np.asarray(self.encoder.encode(texts), dtype=np.float32)
-            if texts
-            else np.zeros((0, 1), dtype=np.float32)
-        )
+        """Nothing: :class:`ListeningFeatures` embeds the card lines it reads replies with."""
 
     def _reset_features(self) -> None:
-        n = len(self.single.card.concerns)
-        self._flags = np.zeros((len(_CONCERN_FEATURES), n), dtype=np.float32)
-        self._seen = 0
-        self._last_move: int | None = None
-        self._asks = 0
-        self._replies: list[str] = []
-        names = getattr(self, "move_names", ())
-        self._counts = np.zeros(max(len(names), len(self.strategy_names)), dtype=np.int64)
-
-    def _read_replies(self, texts: Sequence[str]) -> None:
-        """Updates the concern flags from the user's new replies."""
-        row = {kind: i for i, kind in enumerate(_CONCERN_FEATURES)}
-        self._flags[row["raised_last"]] = 0.0
-        sentences = [s for text in texts for s in split_sentences(text)]
-        if not sentences or not len(self._line_owner):
-            return
-        embedded = np.asarray(self.encoder.encode(sentences), dtype=np.float32)
-        sims = on_reference_scale(self.encoder, embedded @ self._line_matrix.T)
-        for sims_row in np.atleast_2d(sims):
-            best = int(np.argmax(sims_row))
-            if float(sims_row[best]) < self.match_threshold:
-                continue
-            concern, kind = (int(v) for v in self._line_owner[best])
-            reaction = REACTIONS[kind]
-            if reaction == "voice":
-                self._flags[row["voiced"], concern] = 1.0
-                self._flags[row["raised_last"], concern] = 1.0
-                self._flags[row["resolved"], concern] = 0.0  # raised again: not settled
-            elif reaction == "partial":
-                self._flags[row["partial"], concern] = 1.0
-            else:
-                self._flags[row["resolved"], concern] = 1.0
-        voiced, resolved = self._flags[row["voiced"]], self._flags[row["resolved"]]
-        self._flags[row["open"]] = voiced * (1.0 - resolved)
-
-    # -- actions and features --------------------------------------------------------------
+        tracker = getattr(self, "tracker", None)
+        if tracker is not None:
+            tracker.reset()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Realizes move ``action`` as an utterance and plays one exchange (see the class)."""
         index = self._index(action)
-        name = self.move_names[index]
-        if name.startswith("answer:"):
-            concern = self.concern_ids.index(name.partition(":")[2])
-            self._flags[_CONCERN_FEATURES.index("answered"), concern] += 1.0 / self.max_exchanges
-        self._asks += int(name == "ask")
-        self._last_move = index
-        utterance = self._moves.realize(index, self._replies)
+        self.tracker.record(index)
+        utterance = self._moves.realize(index, self.tracker.replies)
         observation, reward, terminated, truncated, info = self.single.step(utterance)
-        self._counts[index] += 1
+        name = self.move_names[index]
         info = {**info, "strategy": name, "strategy_index": index, "utterance": utterance}
         return self._features(observation), reward, terminated, truncated, info
 
     def _features(self, observation: dict[str, Any]) -> np.ndarray:
         """The feature vector (see the class docstring) from the system's observation."""
-        history = list(observation["history"])
-        own = observation["role"]
-        new_replies = [t["text"] for t in history[self._seen :] if t["speaker"] != own]
-        self._seen = len(history)
-        self._read_replies(new_replies)
-        replies = [t["text"] for t in history if t["speaker"] != own]
-        self._replies = replies
-        T = float(self.max_exchanges)
-        moves = len(self.move_names)
-        stance = np.zeros(len(STANCES), dtype=np.float32)
-        if replies:
-            said = classify_stance(replies[-1], self.card)
-            stance[STANCES.index(said if said in STANCES else "neutral")] = 1.0
-        else:
-            stance[0] = 1.0
-        last = np.zeros(moves, dtype=np.float32)
-        if self._last_move is not None:
-            last[self._last_move] = 1.0
-        x = np.concatenate(
-            [
-                [1.0 - observation["exchange"] / T],
-                stance,
-                last,
-                [self._asks / T],
-                self._flags.reshape(-1),
-            ]
-        ).astype(np.float32)
-        return np.clip(x, 0.0, 1.0, out=x)
+        return self.tracker.observe(observation)
 
 
 _CONCERN_FEATURES = ("voiced", "raised_last", "open", "partial", "resolved", "answered")

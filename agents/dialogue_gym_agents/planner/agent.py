@@ -8,7 +8,10 @@ told which strategy to use (:class:`LLMStrategyRealizer`, temperature 0.3 as in 
 
 Trained by ``dialogue-gym train planner`` (supervised pretraining on strategy-annotated
 corpora, then PPO with stable-baselines3; see :mod:`dialogue_gym_agents.planner.train`);
-loaded with ``--agent planner:DIR`` or ``planner(card=card, checkpoint=DIR)``.
+loaded with ``--agent planner:DIR`` or ``planner(card=card, checkpoint=DIR)``. Trained with
+``--view concern`` it picks listening moves instead (answer concern *c*, probe, ask, ... —
+:class:`dialogue_gym.wrappers.ConcernActions`), computed and realized the same way here
+(:class:`~dialogue_gym.wrappers.ListeningFeatures`, :class:`~dialogue_gym.wrappers.ListeningMoves`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.llm.prompts import system_agent_messages
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
+from dialogue_gym.wrappers.concern_actions import ListeningFeatures, ListeningMoves
 from dialogue_gym.wrappers.strategy_actions import STANCES, split_sentences
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
@@ -317,7 +321,7 @@ class LLMStrategyRealizer:
 
 
 class PlannerAgent:
-    """Plays the system seat: features → strategy → utterance.
+    """Plays the system seat: features → strategy (or listening move) → utterance.
 
     Args:
         card: The task card.
@@ -326,27 +330,32 @@ class PlannerAgent:
         realizer: ``None`` for the card's templates, or an :class:`LLMStrategyRealizer`.
         deterministic: Take the most likely strategy (else sample from the policy).
         seed: Default seed (overridden by :meth:`reset`).
+        moves: The listening moves of a policy trained on ``ConcernActions`` (then
+            ``features`` is its :class:`~dialogue_gym.wrappers.ListeningFeatures`).
     """
 
     def __init__(
         self,
         card: TaskCard,
         net: StrategyPolicyNet,
-        features: StrategyFeatures,
+        features: StrategyFeatures | ListeningFeatures,
         realizer: LLMStrategyRealizer | None = None,
         deterministic: bool = True,
         seed: int | None = None,
+        moves: ListeningMoves | None = None,
     ) -> None:
-        if net.n_features != features.n_features or net.n_actions != len(card.strategies):
+        names = moves.names if moves is not None else card.strategy_names
+        if net.n_features != features.n_features or net.n_actions != len(names):
             raise ValueError(
-                f"policy shape ({net.n_features} features, {net.n_actions} strategies) does "
-                f"not fit the card ({features.n_features} features, {len(card.strategies)} "
-                "strategies)"
+                f"policy shape ({net.n_features} features, {net.n_actions} actions) does "
+                f"not fit the card ({features.n_features} features, {len(names)} actions)"
             )
         self.card = card
         self.net = net.eval()
         self.features = features
         self.realizer = realizer
+        self.moves = moves
+        self.action_names = tuple(names)
         self.templates = TemplateRealizer(card, seed)
         self.deterministic = deterministic
         self.last_strategy: str | None = None
@@ -356,6 +365,8 @@ class PlannerAgent:
         """Starts an episode: clears the features and reseeds sampling and the realizer."""
         self.features.reset()
         self.templates.reset(seed)
+        if self.moves is not None:
+            self.moves.reset(seed)
         if self.realizer is not None:
             self.realizer.reset(seed)
         self._generator = torch.Generator(device="cpu")
@@ -376,12 +387,15 @@ class PlannerAgent:
             probs = torch.softmax(logits, dim=-1)
             index = int(torch.multinomial(probs, 1, generator=self._generator))
         self.features.record(index)
-        self.last_strategy = self.card.strategies[index].name
+        self.last_strategy = self.action_names[index]
         return index
 
     def act(self, observation: Mapping[str, Any]) -> str:
         """The next system utterance."""
         index = self.choose(observation)
+        if self.moves is not None:
+            assert isinstance(self.features, ListeningFeatures)
+            return self.moves.realize(index, self.features.replies)
         if self.realizer is None:
             return self.templates.realize(index)
         history = [(ROLES[int(t["speaker"])], t["text"]) for t in observation["history"]]
@@ -415,10 +429,13 @@ def planner(
     """
     ckpt = load_checkpoint(checkpoint, kind=KIND, card=card, check_strategies=True)
     config, info = ckpt.config, ckpt.info
-    features = StrategyFeatures(
-        card,
-        encoder=str(config.get("encoder", "minilm")),
-        max_exchanges=int(info.get("max_exchanges", card.max_exchanges)),
+    encoder = str(config.get("encoder", "minilm"))
+    T = int(info.get("max_exchanges", card.max_exchanges))
+    moves = ListeningMoves(card) if config.get("view") == "concern" else None
+    features: StrategyFeatures | ListeningFeatures = (
+        StrategyFeatures(card, encoder=encoder, max_exchanges=T)
+        if moves is None
+        else ListeningFeatures(card, make_encoder(encoder), moves.names, T)
     )
     if tuple(info.get("feature_names", ())) != features.feature_names:
         raise CheckpointMismatchError(
@@ -428,6 +445,8 @@ def planner(
     net = load_policy(ckpt.path, info)
     realizer_kind = realizer or str(config.get("realizer", "template"))
     llm = None
+    if realizer_kind == "llm" and moves is not None:
+        raise ValueError("a planner over listening moves realizes them itself: no LLM realizer")
     if realizer_kind == "llm":
         spec = backend if backend is not None else config.get("backend")
         if spec is None:
@@ -444,4 +463,5 @@ def planner(
         if deterministic is None
         else deterministic,
         seed=seed,
+        moves=moves,
     )

@@ -47,12 +47,12 @@ from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.data import Dialogue
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.registry import spec
-from dialogue_gym.wrappers import StrategyActions
+from dialogue_gym.wrappers import ConcernActions, ListeningFeatures, ListeningMoves, StrategyActions
 from dialogue_gym.wrappers.strategy_actions import split_sentences
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
 from dialogue_gym_agents.common.cli import run_trainer
 from dialogue_gym_agents.common.config import TrainConfig, config_to_dict, option
-from dialogue_gym_agents.common.rl import discounted_returns, episode_outcomes
+from dialogue_gym_agents.common.sb3 import copy_actor_weights, curve_callback, sb3_actor
 from dialogue_gym_agents.common.seeding import (
     RunGenerators,
     derive_seed,
@@ -78,6 +78,7 @@ from dialogue_gym_agents.training.corpora import (
 
 __all__ = [
     "PlannerConfig",
+    "build_ppo",
     "copy_actor_weights",
     "corpus_examples",
     "main",
@@ -100,6 +101,11 @@ class PlannerConfig(TrainConfig):
     )
     max_dialogues: int | None = option(
         None, "pretrain on a random subset of this many dialogues (default: all)"
+    )
+    view: Literal["strategy", "concern"] = option(
+        "strategy",
+        "actions: the card's strategies (StrategyActions), or listening moves (ConcernActions: "
+        "answer concern c, probe, reflect, ask ...; PPO only, no corpus labels for them)",
     )
     pretrain_epochs: int = option(
         20, "epochs of supervised pretraining on corpus strategy labels (0: skip)"
@@ -309,11 +315,14 @@ def make_training_env(
     backend: str | None = None,
     temperature: float = 0.3,
     reward: str = "success",
+    view: str = "strategy",
 ) -> gym.Env:
-    """One PPO env: ``Monitor(StrategyActions(make(env_id)))`` with the chosen realizer."""
+    """One PPO env: ``Monitor(StrategyActions(make(env_id)))`` (or ``ConcernActions``)."""
     from stable_baselines3.common.monitor import Monitor
 
     par_env = dialogue_gym.make(env_id, encoder=encoder)
+    if view == "concern":
+        return Monitor(_DialogueOutcome(ConcernActions(par_env), reward=reward))
     base = getattr(par_env, "unwrapped", par_env)
     strategy_realizer = None
     if realizer == "llm":
@@ -325,85 +334,33 @@ def make_training_env(
     return Monitor(_DialogueOutcome(strategy_env, reward=reward))
 
 
-def _sb3_actor(policy: Any) -> list[nn.Linear]:
-    layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
-    return [*layers, policy.action_net]
+def build_ppo(envs: Any, config: PlannerConfig) -> Any:
+    """SB3 PPO on ``envs`` with the config's hyperparameters, silent, on the CPU.
 
-
-def copy_actor_weights(source: Sequence[nn.Linear], target: Sequence[nn.Linear]) -> None:
-    """Copies weights layer by layer between a ``StrategyPolicyNet`` and an SB3 actor.
-
-    Raises:
-        ValueError: The layer counts or shapes differ.
+    Seeded by the global generators (the trainer wraps it in :func:`isolated_global_rng`).
     """
-    if len(source) != len(target):
-        raise ValueError(f"{len(source)} layers cannot be copied onto {len(target)}")
-    with torch.no_grad():
-        for src, dst in zip(source, target, strict=True):
-            if src.weight.shape != dst.weight.shape:
-                raise ValueError(f"layer shape {src.weight.shape} != {dst.weight.shape}")
-            dst.weight.copy_(src.weight)
-            dst.bias.copy_(src.bias)
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
-
-def _curve_callback(
-    log: RunLogger,
-    T: int,
-    gamma: float,
-    deadline: float | None,
-    bar: Any,
-    curve: list[dict[str, float]],
-) -> Any:
-    """An SB3 callback logging the rollout SR/RCSR/return of every PPO update."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class CurveCallback(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.rewards: list[list[float]] = [[] for _ in range(self.training_env.num_envs)]
-            self.records: list[dict[str, Any]] = []
-            self.returns: list[float] = []
-            self.update = 0
-
-        def _on_rollout_start(self) -> None:
-            values = self.model.logger.name_to_value
-            train = {
-                k.split("/", 1)[1]: float(v) for k, v in values.items() if k.startswith("train/")
-            }
-            if train and self.update:
-                log.log_dict(train, self.num_timesteps, prefix="ppo/")
-            self.records, self.returns = [], []
-
-        def _on_step(self) -> bool:
-            for i, (reward, done, info) in enumerate(
-                zip(self.locals["rewards"], self.locals["dones"], self.locals["infos"], strict=True)
-            ):
-                self.rewards[i].append(float(reward))
-                if done:
-                    if "dialogue_episode" in info:
-                        self.records.append(info["dialogue_episode"])
-                    self.returns.append(float(discounted_returns(self.rewards[i], gamma)[0]))
-                    self.rewards[i] = []
-            bar.update(self.training_env.num_envs)
-            return deadline is None or time.perf_counter() < deadline
-
-        def _on_rollout_end(self) -> None:
-            self.update += 1
-            outcome = episode_outcomes(self.records, T)
-            point = {
-                "update": float(self.update),
-                "steps": float(self.num_timesteps),
-                "rollout_sr": outcome["sr"],
-                "rollout_rcsr": outcome["rcsr"],
-                "episodes": outcome["episodes"],
-                "return": float(np.mean(self.returns)) if self.returns else 0.0,
-            }
-            curve.append(point)
-            log.log_dict(
-                {k: v for k, v in point.items() if k != "steps"}, self.num_timesteps, prefix="ppo/"
-            )
-            bar.set_postfix(update=self.update, sr=f"{outcome['sr']:.2f}")
-
-    return CurveCallback()
+    sizes = list(config.hidden_sizes)
+    model = PPO(
+        "MlpPolicy",
+        envs,
+        learning_rate=config.learning_rate,
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.n_epochs,
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_range=config.clip_range,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        policy_kwargs={"net_arch": {"pi": sizes, "vf": sizes}, "activation_fn": nn.Tanh},
+        device="cpu",
+        verbose=0,
+    )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # silent; no temp dir
+    return model
 
 
 def train_ppo(
@@ -419,8 +376,6 @@ def train_ppo(
     Returns:
         The learning curve: one point per PPO update.
     """
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     factory = functools.partial(
@@ -431,6 +386,7 @@ def train_ppo(
         config.backend,
         config.temperature,
         config.reward,
+        config.view,
     )
     curve: list[dict[str, float]] = []
     deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
@@ -439,32 +395,13 @@ def train_ppo(
         envs = vec_cls([factory] * config.n_envs)
         try:
             envs.seed(derive_seed(config.seed, "envs"))
-            model = PPO(
-                "MlpPolicy",
-                envs,
-                learning_rate=config.learning_rate,
-                n_steps=config.n_steps,
-                batch_size=config.batch_size,
-                n_epochs=config.n_epochs,
-                gamma=config.gamma,
-                gae_lambda=config.gae_lambda,
-                clip_range=config.clip_range,
-                ent_coef=config.ent_coef,
-                vf_coef=config.vf_coef,
-                policy_kwargs={
-                    "net_arch": {"pi": list(net.hidden_sizes), "vf": list(net.hidden_sizes)},
-                    "activation_fn": nn.Tanh,
-                },
-                device="cpu",
-                verbose=0,
-            )
-            model.set_logger(Logger(folder=None, output_formats=[]))  # silent; no temp dir
-            copy_actor_weights(net.linears(), _sb3_actor(model.policy))
+            model = build_ppo(envs, config)
+            copy_actor_weights(net.linears(), sb3_actor(model.policy))
             bar = progress_bar(config.ppo_steps, "PPO", config.progress, unit="step")
-            callback = _curve_callback(log, T, config.gamma, deadline, bar, curve)
+            callback = curve_callback(log, T, config.gamma, deadline, bar, curve)
             model.learn(total_timesteps=config.ppo_steps, callback=callback, log_interval=None)
             bar.close()
-            copy_actor_weights(_sb3_actor(model.policy), net.linears())
+            copy_actor_weights(sb3_actor(model.policy), net.linears())
         finally:
             envs.close()
     return curve
@@ -477,7 +414,9 @@ def _setup(config: PlannerConfig) -> tuple[TaskCard, str, int, Encoder]:
     """Validates everything that can fail before training starts."""
     card = load_card(config.task)
     env_id = spec(f"{card.id}-{config.user}").id
-    if config.pretrain_epochs > 0:
+    if config.view == "concern" and config.realizer == "llm":
+        raise ValueError("--view concern realizes its moves itself: use --realizer template")
+    if config.pretrain_epochs > 0 and config.view == "strategy":
         try:
             corpus_of(card.id)
         except ValueError as exc:
@@ -502,14 +441,20 @@ def train_planner(config: PlannerConfig) -> Path:
     card, env_id, T, encoder = _setup(config)
     writer = CheckpointWriter(config.out, overwrite=config.overwrite)
     run = generators(config.seed)
-    features = StrategyFeatures(card, encoder, max_exchanges=T)
+    moves = ListeningMoves(card) if config.view == "concern" else None
+    features: StrategyFeatures | ListeningFeatures = (
+        StrategyFeatures(card, encoder, max_exchanges=T)
+        if moves is None
+        else ListeningFeatures(card, encoder, moves.names, T)
+    )
+    n_actions = len(card.strategies) if moves is None else len(moves.names)
     net = StrategyPolicyNet(
-        features.n_features, len(card.strategies), config.hidden_sizes, generator=run.torch
+        features.n_features, n_actions, config.hidden_sizes, generator=run.torch
     )
     timings: dict[str, float] = {}
     info: dict[str, Any] = {}
     with writer, RunLogger(writer.path, tensorboard=config.tensorboard) as log:
-        if config.pretrain_epochs > 0:
+        if config.pretrain_epochs > 0 and moves is None:  # corpus labels are strategies
             start, cpu = time.perf_counter(), time.process_time()
             split = config.split or TRAIN_SPLITS.get(card.id, "train")
             dialogues = load_training_dialogues(
@@ -521,6 +466,7 @@ def train_planner(config: PlannerConfig) -> Path:
                 rng=run.numpy,
             )
             mapper = LabelMapper(card)
+            assert isinstance(features, StrategyFeatures)
             X, Y = corpus_examples(dialogues, features, mapper)
             if len(X) == 0:
                 raise ValueError(
@@ -568,7 +514,8 @@ def train_planner(config: PlannerConfig) -> Path:
                 "max_exchanges": T,
                 "feature_names": list(features.feature_names),
                 "n_features": features.n_features,
-                "n_actions": len(card.strategies),
+                "n_actions": n_actions,
+                "view": config.view,
                 "hidden_sizes": list(net.hidden_sizes),
                 "timings": timings,
             },

@@ -1,0 +1,186 @@
+r"""Learning curves: SR and RCSR of the planner against PPO steps, with the lines that judge them.
+
+For each hard env, the planner-only method (``dialogue-gym train planner``: its PPO
+hyperparameters, its training env and reward) is trained with several seeds; at each budget
+the deterministic policy plays the evaluation seeds under the evaluation encoder. Drawn with
+it, on the same evaluation seeds: ``scripted`` and ``random``, and for the view's actions the
+best fixed sequence (found on training seeds) and the clairvoyant ceiling
+(:mod:`dialogue_gym.testing.move_search`; ``--no-bounds`` skips them). Reports the mean and the
+spread over seeds at every budget, and training wall time per step (1 torch thread).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/learning_curves.py --envs P4G-hard --seeds 0 1 2 \\
+        --budgets 25000 50000 100000 --out runs/curves
+
+Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``.
+Only the planner is drawn so far; SFT, MASP and SI-AVPO curves are not measured here yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import dialogue_gym
+from dialogue_gym.evaluation import evaluate
+from dialogue_gym.testing.move_search import best_fixed_sequence, clairvoyant_search, play_moves
+from dialogue_gym.wrappers import ConcernActions, StrategyActions
+from dialogue_gym_agents.common.rl import episode_outcomes
+from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
+from dialogue_gym_agents.planner.train import PlannerConfig, build_ppo, make_training_env
+
+HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
+VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}
+
+
+def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
+    """SR and RCSR of the deterministic policy on ``seeds``."""
+    records = []
+    for seed in seeds:
+        features, _ = view.reset(seed=seed)
+        while True:
+            action, _ = model.predict(features, deterministic=True)
+            features, _, terminated, truncated, info = view.step(int(action))
+            if terminated or truncated:
+                records.append(info["episode"])
+                break
+    outcome = episode_outcomes(records, view.max_exchanges)
+    return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
+
+
+def _curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
+    """One training run: the evaluated policy at every budget."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    config = PlannerConfig(
+        out=str(args.out / "unused"),  # nothing is written: the curves are this script's output
+        task=env_id.split("-")[0],
+        seed=seed,
+        encoder=args.encoder,
+        reward=args.reward,
+    )
+    factory = lambda: make_training_env(  # noqa: E731 - SB3 wants a thunk per env
+        env_id, args.encoder, reward=args.reward, view=args.view
+    )
+    evaluation = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
+    points, trained, seconds = [], 0, 0.0
+    with isolated_global_rng(derive_seed(seed, "ppo")), torch_threads(1):
+        envs = DummyVecEnv([factory] * config.n_envs)
+        envs.seed(derive_seed(seed, "envs"))
+        model = build_ppo(envs, config)
+        for budget in sorted(args.budgets):
+            started = time.perf_counter()
+            model.learn(budget - trained, reset_num_timesteps=False)
+            seconds += time.perf_counter() - started
+            trained = budget
+            points.append({"steps": budget, **_play(model, evaluation, test)})
+            print(f"  {env_id} seed {seed} {budget:>7} steps: {points[-1]}", flush=True)
+        envs.close()
+    return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
+
+
+def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, float]:
+    """``scripted``, ``random`` and (unless ``--no-bounds``) the fixed-sequence and ceiling SR."""
+    result = evaluate(
+        ["scripted"],
+        [env_id],
+        episodes=args.episodes,
+        seed=args.seed,
+        env_kwargs={"encoder": args.eval_encoder},
+        progress=False,
+    )
+    lines = {"scripted": float(np.mean([r["success"] for r in result.records]))}
+    view = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
+    rng = np.random.default_rng(args.seed)
+    n, budget = int(view.action_space.n), int(view.max_exchanges)
+    lines["random"] = float(
+        np.mean([play_moves(view, rng.integers(n, size=budget).tolist(), s)[0] for s in test])
+    )
+    if args.bounds:
+        train = range(100_000, 100_000 + args.bound_episodes)
+        fixed, _ = best_fixed_sequence(view, train, rounds=1)
+        lines["fixed best"] = float(np.mean([play_moves(view, fixed, s)[0] for s in test]))
+        lines["ceiling"] = float(
+            np.mean([clairvoyant_search(view, s, args.width)[1][0] for s in test])
+        )
+    return lines
+
+
+def _plot(results: dict[str, Any], path: Path) -> bool:
+    """One panel per env: mean SR (band: min-max over seeds) against steps, with the lines."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return False
+    envs = list(results)
+    figure = Figure(figsize=(4.0 * len(envs) + 0.6, 3.4), layout="constrained")
+    axes = figure.subplots(1, len(envs), squeeze=False)[0]
+    for ax, env_id in zip(axes, envs, strict=True):
+        runs = results[env_id]["runs"]
+        steps = [p["steps"] for p in runs[0]["points"]]
+        sr = np.array([[p["sr"] for p in run["points"]] for run in runs])
+        ax.plot(steps, sr.mean(axis=0), marker="o", label="planner SR (mean)")
+        ax.fill_between(steps, sr.min(axis=0), sr.max(axis=0), alpha=0.2, label="min-max")
+        for index, (name, value) in enumerate(results[env_id]["lines"].items()):
+            style = ("-", ":", "--", "-.")[index % 4]
+            ax.axhline(value, linestyle=style, color="#555555", alpha=0.7, label=name)
+        ax.set_title(env_id, fontsize=10)
+        ax.set_xlabel("PPO steps (exchanges)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("SR")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    figure.savefig(path, format="svg", metadata={"Date": None})
+    return True
+
+
+def main() -> int:
+    """Trains, evaluates and prints the curves; returns 0."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--envs", nargs="+", default=list(HARD))
+    parser.add_argument("--view", choices=sorted(VIEWS), default="concern")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--budgets", nargs="+", type=int, default=[25_000, 50_000, 100_000])
+    parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes")
+    parser.add_argument("--seed", type=int, default=0, help="first evaluation seed")
+    parser.add_argument("--encoder", default="static", help="the training encoder")
+    parser.add_argument("--eval-encoder", default="minilm")
+    parser.add_argument("--reward", choices=("success", "judge", "env"), default="env")
+    parser.add_argument("--no-bounds", dest="bounds", action="store_false")
+    parser.add_argument("--bound-episodes", type=int, default=20, help="training seeds")
+    parser.add_argument("--width", type=int, default=4, help="beam width of the ceiling")
+    parser.add_argument("--out", type=Path, default=Path("runs/learning_curves"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    test = range(args.seed, args.seed + args.episodes)
+    results: dict[str, Any] = {}
+    for env_id in args.envs:
+        runs = [_curve(env_id, seed, args, test) for seed in args.seeds]
+        results[env_id] = {"runs": runs, "lines": _lines(env_id, args, test)}
+        (args.out / "curves.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(f"\n{args.view} view, trained with {args.encoder}, evaluated with {args.eval_encoder}")
+    for env_id, result in results.items():
+        lines = "  ".join(f"{k} {v:.2f}" for k, v in result["lines"].items())
+        print(f"{env_id}: {lines}")
+        for index, budget in enumerate(sorted(args.budgets)):
+            sr = [run["points"][index]["sr"] for run in result["runs"]]
+            rcsr = [run["points"][index]["rcsr"] for run in result["runs"]]
+            print(
+                f"  {budget:>8} steps  SR {np.mean(sr):.2f} [{min(sr):.2f}, {max(sr):.2f}]  "
+                f"RCSR {np.mean(rcsr):.2f}  ({len(sr)} seeds)"
+            )
+        wall = np.mean([run["seconds_per_step"] for run in result["runs"]])
+        print(f"  training wall time {1000 * wall:.1f} ms/step (1 torch thread)")
+    if _plot(results, args.out / "curves.svg"):
+        print(f"plot: {args.out / 'curves.svg'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -24,29 +24,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
-
-import numpy as np
 
 import dialogue_gym
-from dialogue_gym.evaluation import evaluate
-from dialogue_gym.testing.move_search import (
-    best_fixed_sequence,
-    clairvoyant_search,
-    play_moves,
-)
+from dialogue_gym.testing.move_search import interface_lines, scripted_rate
 from dialogue_gym.wrappers import ConcernActions, StrategyActions
 
 HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
 VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}
-
-
-def _random_rate(env: Any, seeds: range, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    n = int(env.action_space.n)
-    budget = int(env.max_exchanges)
-    wins = [play_moves(env, rng.integers(n, size=budget).tolist(), s)[0] for s in seeds]
-    return float(np.mean(wins))
 
 
 def _bounds(env_id: str, view: str, args: argparse.Namespace) -> dict[str, float]:
@@ -54,15 +38,8 @@ def _bounds(env_id: str, view: str, args: argparse.Namespace) -> dict[str, float
     test = range(args.seed, args.seed + args.episodes)
     train = range(args.train_seed, args.train_seed + args.train_episodes)
     started = time.perf_counter()
-    fixed, _ = best_fixed_sequence(env, train, rounds=args.rounds)
-    fixed_rate = float(np.mean([play_moves(env, fixed, s)[0] for s in test]))
-    ceiling = float(np.mean([clairvoyant_search(env, s, args.width)[1][0] for s in test]))
-    row = {
-        "random": _random_rate(env, test, args.seed),
-        "fixed best": fixed_rate,
-        "ceiling": ceiling,
-        "seconds": time.perf_counter() - started,
-    }
+    row, fixed = interface_lines(env, test, train, width=args.width, rounds=args.rounds)
+    row["seconds"] = time.perf_counter() - started
     names = getattr(env, "strategy_names", ())
     print(f"  {env_id} {view}: fixed sequence {[names[a] for a in fixed]}", flush=True)
     env.close()
@@ -84,15 +61,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{'env':<15}{'view':<10}{'random':>8}{'fixed':>8}{'ceiling':>9}{'scripted':>10}{'s':>7}")
     for env_id in args.envs:
-        scripted = evaluate(
-            ["scripted"],
-            [env_id],
-            episodes=args.episodes,
-            seed=args.seed,
-            env_kwargs={"encoder": args.encoder},
-            progress=False,
-        )
-        rate = float(np.mean([r["success"] for r in scripted.records]))
+        rate = scripted_rate(env_id, args.episodes, args.seed, args.encoder)
         for view in args.views:
             try:
                 row = _bounds(env_id, view, args)

@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 
 import dialogue_gym
-from dialogue_gym.evaluation import evaluate
-from dialogue_gym.testing.move_search import best_fixed_sequence, clairvoyant_search, play_moves
+from dialogue_gym.testing.move_search import interface_lines, random_rate, scripted_rate
 from dialogue_gym.wrappers import ConcernActions, StrategyActions
 from dialogue_gym_agents.common.rl import episode_outcomes
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
@@ -87,29 +86,13 @@ def _curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dic
 
 def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, float]:
     """``scripted``, ``random`` and (unless ``--no-bounds``) the fixed-sequence and ceiling SR."""
-    result = evaluate(
-        ["scripted"],
-        [env_id],
-        episodes=args.episodes,
-        seed=args.seed,
-        env_kwargs={"encoder": args.eval_encoder},
-        progress=False,
-    )
-    lines = {"scripted": float(np.mean([r["success"] for r in result.records]))}
+    lines = {"scripted": scripted_rate(env_id, args.episodes, args.seed, args.eval_encoder)}
     view = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
-    rng = np.random.default_rng(args.seed)
-    n, budget = int(view.action_space.n), int(view.max_exchanges)
-    lines["random"] = float(
-        np.mean([play_moves(view, rng.integers(n, size=budget).tolist(), s)[0] for s in test])
-    )
-    if args.bounds:
-        train = range(100_000, 100_000 + args.bound_episodes)
-        fixed, _ = best_fixed_sequence(view, train, rounds=1)
-        lines["fixed best"] = float(np.mean([play_moves(view, fixed, s)[0] for s in test]))
-        lines["ceiling"] = float(
-            np.mean([clairvoyant_search(view, s, args.width)[1][0] for s in test])
-        )
-    return lines
+    if not args.bounds:
+        return {**lines, "random": random_rate(view, test, args.seed)}
+    train = range(100_000, 100_000 + args.bound_episodes)
+    bounds, _ = interface_lines(view, test, train, width=args.width, rounds=1)
+    return {**lines, **bounds}
 
 
 def _plot(results: dict[str, Any], path: Path) -> bool:

@@ -20,7 +20,15 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["Outcome", "best_fixed_sequence", "clairvoyant_search", "play_moves"]
+__all__ = [
+    "Outcome",
+    "best_fixed_sequence",
+    "clairvoyant_search",
+    "interface_lines",
+    "play_moves",
+    "random_rate",
+    "scripted_rate",
+]
 
 Outcome = tuple[bool, float, int]
 """``(success, final progress s, exchanges)`` of one episode."""
@@ -139,3 +147,45 @@ def best_fixed_sequence(
         if progress is not None:
             progress(f"round {round_index + 1} position {position + 1}: score {best:.3f}")
     return moves, best
+
+
+def random_rate(env: Any, seeds: Sequence[int], seed: int = 0) -> float:
+    """SR of uniformly random actions (one draw per exchange, from ``seed``) on ``seeds``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n, budget = int(env.action_space.n), int(getattr(env, "max_exchanges", 8))
+    wins = [play_moves(env, rng.integers(n, size=budget).tolist(), s)[0] for s in seeds]
+    return sum(wins) / max(len(wins), 1)
+
+
+def scripted_rate(env_id: str, episodes: int, seed: int, encoder: str) -> float:
+    """SR of the ``scripted`` text agent on ``episodes`` seeds from ``seed``."""
+    from dialogue_gym.evaluation import evaluate
+
+    result = evaluate(
+        ["scripted"],
+        [env_id],
+        episodes=episodes,
+        seed=seed,
+        env_kwargs={"encoder": encoder},
+        progress=False,
+    )
+    return sum(bool(r["success"]) for r in result.records) / max(len(result.records), 1)
+
+
+def interface_lines(
+    env: Any, test: Sequence[int], train: Sequence[int], width: int = 8, rounds: int = 2
+) -> tuple[dict[str, float], list[int]]:
+    """``random``, ``fixed best`` (searched on ``train``) and ``ceiling`` SR on ``test``.
+
+    Returns:
+        The three rates and the fixed sequence.
+    """
+    fixed, _ = best_fixed_sequence(env, train, rounds=rounds)
+    ceiling = [clairvoyant_search(env, s, width)[1][0] for s in test]
+    return {
+        "random": random_rate(env, test),
+        "fixed best": sum(play_moves(env, fixed, s)[0] for s in test) / max(len(test), 1),
+        "ceiling": sum(ceiling) / max(len(ceiling), 1),
+    }, fixed

@@ -44,7 +44,12 @@ from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.meaning import PerceptionSet, has_requests, load_perception_set
 from dialogue_gym.wrappers.single_agent import SingleAgent
-from dialogue_gym.wrappers.strategy_actions import STANCES, StrategyActions, split_sentences
+from dialogue_gym.wrappers.strategy_actions import (
+    STANCES,
+    StrategyActions,
+    embed_lines,
+    split_sentences,
+)
 
 __all__ = ["REACTIONS", "ConcernActions", "ListeningFeatures", "ListeningMoves"]
 
@@ -222,11 +227,7 @@ class ListeningFeatures:
                         texts.append(text)
                         owners.append((index, kind))
         self._line_owner = np.asarray(owners, dtype=np.int64).reshape(-1, 2)
-        self._line_matrix = (
-            np.asarray(encoder.encode(texts), dtype=np.float32)
-            if texts
-            else np.zeros((0, 1), dtype=np.float32)
-        )
+        self._line_matrix = embed_lines(encoder, texts)
         self.reset()
 
     @property

@@ -30,7 +30,14 @@ from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 from dialogue_gym.wrappers.single_agent import SingleAgent
 
-__all__ = ["STANCES", "Realizer", "StrategyActions", "TemplateRealizer", "split_sentences"]
+__all__ = [
+    "STANCES",
+    "Realizer",
+    "StrategyActions",
+    "TemplateRealizer",
+    "embed_lines",
+    "split_sentences",
+]
 
 #: The stance one-hot's slots: no user reply yet, then the user-stance labels.
 STANCES = ("none", *DECISIONS)
@@ -50,6 +57,13 @@ class Realizer(Protocol):
     def realize(self, which: int | str) -> str:
         """Returns the utterance realizing strategy ``which``."""
         ...
+
+
+def embed_lines(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    """The float32 embeddings of ``texts`` (one row each; an empty ``(0, 1)`` matrix for none)."""
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.asarray(encoder.encode(list(texts)), dtype=np.float32)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -184,10 +198,7 @@ class StrategyActions(gym.Env):
                     texts.append(text)
                     owners.append(index)
         self._voice_owner = np.asarray(owners, dtype=np.int64)
-        if texts:
-            self._voice_matrix = np.asarray(self.encoder.encode(texts), dtype=np.float32)
-        else:
-            self._voice_matrix = np.zeros((0, 1), dtype=np.float32)
+        self._voice_matrix = embed_lines(self.encoder, texts)
 
     # -- properties ----------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from dialogue_gym.llm.prompts import system_agent_messages
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym.wrappers.concern_actions import ListeningFeatures, ListeningMoves
-from dialogue_gym.wrappers.strategy_actions import STANCES, split_sentences
+from dialogue_gym.wrappers.strategy_actions import STANCES, embed_lines, split_sentences
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     check_backend_spec,
@@ -117,11 +117,7 @@ class StrategyFeatures:
                     texts.append(text)
                     owners.append(index)
         self._owner = np.asarray(owners, dtype=np.int64)
-        self._prototypes = (
-            np.asarray(self.encoder.encode(texts), dtype=np.float32)
-            if texts
-            else np.zeros((0, 1), dtype=np.float32)
-        )
+        self._prototypes = embed_lines(self.encoder, texts)
         self.reset()
 
     @property

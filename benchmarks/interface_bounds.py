@@ -56,7 +56,9 @@ def main() -> int:
     parser.add_argument("--train-episodes", type=int, default=20)
     parser.add_argument("--train-seed", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2, help="coordinate-ascent passes")
-    parser.add_argument("--width", type=int, default=8, help="beam width of the ceiling")
+    parser.add_argument(
+        "--width", type=int, default=8, help="beam width of the ceiling (0: leave it out)"
+    )
     parser.add_argument("--encoder", default="static")
     args = parser.parse_args()
     print(f"{'env':<15}{'view':<10}{'random':>8}{'fixed':>8}{'ceiling':>9}{'scripted':>10}{'s':>7}")
@@ -70,7 +72,7 @@ def main() -> int:
                 continue
             print(
                 f"{env_id:<15}{view:<10}{row['random']:>8.2f}{row['fixed best']:>8.2f}"
-                f"{row['ceiling']:>9.2f}{rate:>10.2f}{row['seconds']:>7.0f}",
+                f"{row.get('ceiling', float('nan')):>9.2f}{rate:>10.2f}{row['seconds']:>7.0f}",
                 flush=True,
             )
     return 0

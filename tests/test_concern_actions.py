@@ -46,6 +46,19 @@ def test_reflect_says_back_what_the_user_told_in_the_second_person() -> None:
     assert "group chat" not in moves.realize("reflect", replies)
 
 
+def test_a_need_met_by_the_users_story_is_answered_in_its_words() -> None:
+    """ED's needs are met by the user's own story: the answer says its core back and takes it
+    seriously, in a different turn each time (a turn said twice is a repetition)."""
+    moves = ListeningMoves(load_card("ed"))
+    moves.reset(0)
+    replies = ["Well, I finally paid off my car last month and I feel content. It was a lot."]
+    answers = [moves.realize("answer:feeling_heard", replies) for _ in range(3)]
+    assert all("you finally paid off your car last month" in a.lower() for a in answers)
+    assert len(set(answers)) == 3
+    unlock = load_card("ed").concern("feeling_heard").unlock
+    assert moves.realize("answer:feeling_heard", ()) in unlock  # no story yet: the card's
+
+
 def test_a_negotiation_has_no_listening_moves() -> None:
     with pytest.raises(ValueError, match="negotiation"):
         ConcernActions(dialogue_gym.make("CB-hard", encoder="hashing"))

@@ -94,6 +94,7 @@ class ListeningMoves:
             if lines:
                 pools[move] = tuple(lines)
         self.card = card
+        self._from_story = {f"answer:{c.id}" for c in card.concerns if c.situational is not None}
         # Reflecting is built from the user's own words at play time (no pool), before the ask.
         names = [name for name in pools if name != "ask"]
         self.names: tuple[str, ...] = (*names, "reflect", *(["ask"] if "ask" in pools else []))
@@ -120,6 +121,16 @@ class ListeningMoves:
         name = which if isinstance(which, str) else self.names[int(which)]
         if name == "reflect":
             return self._reflect(replies)
+        if name in self._from_story:
+            # Met by this user's own story (ED): its core said back and taken seriously, in
+            # its words; the card's sentences about other people's stories cannot meet it.
+            story = _statements(replies)
+            if story:
+                core = _second_person(max(story, key=lambda c: len(c.split())))
+                uses = self._used.setdefault("story", set())
+                lead = _STORY_LEADS[len(uses) % len(_STORY_LEADS)]
+                uses.add(len(uses))
+                return lead.format(core[:1].upper() + core[1:])
         pool = self._pools[name]
         used = self._used.setdefault(name, set())
         if len(used) >= len(pool):
@@ -128,30 +139,44 @@ class ListeningMoves:
         used.add(index)
         return pool[index]
 
-    def _reflect(self, replies: Sequence[str]) -> str:
+    def _reflect(self, replies: Sequence[str], fallback: bool = True) -> str:
         """The longest thing the user said about itself not said back yet, in the second person.
 
         "I found out my friends had a group chat without me." becomes "It sounds like you
         found out your friends had a group chat without you." With nothing to say back (no
-        first-person statement yet), an acknowledgement.
+        first-person statement yet), an acknowledgement (``""`` without ``fallback``).
         """
         said = self._reflected
-        candidates = [
-            sentence
-            for reply in replies
-            for sentence in split_sentences(reply)
-            if not sentence.rstrip().endswith("?")
-            and _FIRST_PERSON.search(sentence)
-            and len(sentence.split()) >= 5
-        ]
-        fresh = [c for c in candidates if c not in said]
+        fresh = [c for c in _statements(replies) if c not in said]
         if not fresh:
+            if not fallback:
+                return ""
             return self.realize("acknowledge") if "acknowledge" in self._pools else "I hear you."
         sentence = max(fresh, key=lambda c: len(c.split()))
         said.add(sentence)
         return f"It sounds like {_second_person(sentence)}"
 
 
+def _statements(replies: Sequence[str]) -> list[str]:
+    """What the user said about itself: its first-person sentences of five words or more."""
+    return [
+        sentence
+        for reply in replies
+        for sentence in split_sentences(reply)
+        if not sentence.rstrip().endswith("?")
+        and _FIRST_PERSON.search(sentence)
+        and len(sentence.split()) >= 5
+    ]
+
+
+_STORY_LEADS = (
+    "{} Of course that matters to you.",
+    "Anyone would feel the same. {}",
+    "That's not a small thing. {}",
+)
+"""How a story said back is taken seriously, in turn (so no two turns are the same)."""
+
+_OPENER = re.compile(r"^(?:(?:well|so|honestly|ha|oh|um|uh|okay|ok|yeah|anyway)\b[,.!]?\s*)+", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|me|my|myself)\b", re.I)
 _SWAPS = {
     "i": "you",
@@ -170,6 +195,7 @@ _SWAPS = {
 def _second_person(sentence: str) -> str:
     """``sentence`` said back to its speaker: "I was" → "you were", "my" → "your", ..."""
     text = sentence.strip().replace("\u2019", "'")
+    text = _OPENER.sub("", text)  # "Well, I finally ..." is said back as "you finally ..."
     text = re.sub(r"\bI was\b", "you were", text)
     text = re.sub(r"\bI am\b", "you are", text)
     text = re.sub(r"\b[\w']+\b", lambda m: _SWAPS.get(m.group(0).lower(), m.group(0)), text)

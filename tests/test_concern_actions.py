@@ -159,3 +159,20 @@ def test_the_fixed_sequence_and_the_ceiling_bound_a_policy(p4g: ConcernActions) 
         found, outcome = clairvoyant_search(p4g, seed, width=2)
         assert play_moves(p4g, found, seed) == outcome  # replays to the same outcome
         assert outcome[0] or not play_moves(p4g, moves, seed)[0]
+
+
+@pytest.mark.parametrize("card_id", ["p4g", "merchant", "courier", "esconv", "ed", "cb"])
+def test_every_strategy_reaches_each_concern_it_lists(card_id: str) -> None:
+    """StrategyActions keeps the paper's strategies: each concern a strategy lists in
+    ``addresses`` is the likeliest reading of at least one of its templates, so a planner on
+    that view can reach it (issue 35: no foot-in-the-door template reached P4G's pressure
+    worry before, no risk-reversal one Merchant's cash-up-front worry)."""
+    card = load_card(card_id)
+    analyzer = UtteranceAnalyzer.for_user(card, make_encoder("minilm"))
+    for strategy in card.strategies:
+        reads = [analyzer.perceive(t).meaning for t in strategy.templates]
+        for concern in strategy.addresses:
+            assert any(m is not None and m.likeliest() == concern for m in reads), (
+                strategy.name,
+                concern,
+            )

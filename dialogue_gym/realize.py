@@ -7,6 +7,15 @@ import numpy as np
 from dialogue_gym.cards import Strategy, TaskCard
 
 
+def draw_unused(rng: np.random.Generator, used: set[int], n: int) -> int:
+    """An index in ``[0, n)`` not in ``used`` (all of them again once all were used); recorded."""
+    if len(used) >= n:
+        used.clear()
+    index = int(rng.choice([i for i in range(n) if i not in used]))
+    used.add(index)
+    return index
+
+
 class TemplateRealizer:
     """Turns a strategy into text by picking one of its card templates.
 
@@ -50,9 +59,4 @@ class TemplateRealizer:
         """Returns a template of the strategy, preferring ones not used this episode."""
         strategy = self.strategy(which)
         used = self._used.setdefault(strategy.name, set())
-        if len(used) >= len(strategy.templates):
-            used.clear()
-        fresh = [i for i in range(len(strategy.templates)) if i not in used]
-        index = int(self._rng.choice(fresh))
-        used.add(index)
-        return strategy.templates[index]
+        return strategy.templates[draw_unused(self._rng, used, len(strategy.templates))]

@@ -20,6 +20,8 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "Outcome",
     "best_fixed_sequence",
@@ -82,8 +84,9 @@ def clairvoyant_search(env: Any, seed: int, width: int = 8) -> tuple[list[int], 
     if width < 1:
         raise ValueError(f"width must be at least 1, got {width}")
     actions = range(int(env.action_space.n))
+    budget = int(getattr(env, "max_exchanges", 8))
     beam: list[tuple[list[int], Outcome]] = [([], (False, 0.0, 0))]
-    best = beam[0]
+    best: tuple[list[int], Outcome] | None = None
     while beam:
         scored = []
         for prefix, _ in beam:
@@ -95,11 +98,11 @@ def clairvoyant_search(env: Any, seed: int, width: int = 8) -> tuple[list[int], 
                 ended = outcome[2] < len(moves)  # the episode ended before the last move
                 if not ended:
                     scored.append((moves, outcome))
-                if _rank(outcome) > _rank(best[1]) or not best[0]:
+                if best is None or _rank(outcome) > _rank(best[1]):
                     best = (moves, outcome)
         scored.sort(key=lambda item: _rank(item[1]), reverse=True)
-        budget = getattr(env, "max_exchanges", 8)
         beam = [item for item in scored[:width] if len(item[0]) < budget]
+    assert best is not None  # the first extension of the empty prefix set it
     return best
 
 
@@ -151,8 +154,6 @@ def best_fixed_sequence(
 
 def random_rate(env: Any, seeds: Sequence[int], seed: int = 0) -> float:
     """SR of uniformly random actions (one draw per exchange, from ``seed``) on ``seeds``."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     n, budget = int(env.action_space.n), int(getattr(env, "max_exchanges", 8))
     wins = [play_moves(env, rng.integers(n, size=budget).tolist(), s)[0] for s in seeds]

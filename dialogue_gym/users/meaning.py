@@ -421,7 +421,9 @@ class MeaningReader:
 
     def concern_rows(self, embeddings: np.ndarray) -> tuple[dict[str, float], ...]:
         """Per row of ``embeddings``, concern id → the probability that it answers that concern."""
-        probs = self.probabilities(embeddings)
+        return self._concern_rows(self.probabilities(embeddings))
+
+    def _concern_rows(self, probs: np.ndarray) -> tuple[dict[str, float], ...]:
         return tuple(
             {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
         )
@@ -455,9 +457,7 @@ class MeaningReader:
             sentences=len(sentence_embeddings),
             leading=leading,
             closing="probe" if probes and probes[-1] else self.classes[int(probs[-1].argmax())],
-            per_sentence=tuple(
-                {cid: float(row[i]) for i, cid in enumerate(self.concern_ids)} for row in probs
-            ),
+            per_sentence=self._concern_rows(probs),
             closing_ask=self._closing_ask(probs, probes),
         )
 

@@ -15,6 +15,7 @@ persona's opener, closer and casing, and never says the same reply twice in an e
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -47,7 +48,11 @@ PITCH_WORDS = 15
 
 
 def pick_unused(
-    rng: np.random.Generator, used: set[str], key: str, options: tuple[str, ...]
+    rng: np.random.Generator,
+    used: set[str],
+    key: str,
+    options: tuple[str, ...],
+    prefer: Callable[[str], object] | None = None,
 ) -> str:
     """One of ``options`` at random, preferring those not used yet under ``key`` this episode.
 
@@ -56,8 +61,11 @@ def pick_unused(
         used: ``"<key>:<index>"`` of the options used so far (updated).
         key: What the options are for (a reply kind, a concern's voice lines, ...).
         options: The wordings.
+        prefer: Of the unused options, those it accepts come first when there are any.
     """
     fresh = [i for i in range(len(options)) if f"{key}:{i}" not in used]
+    preferred = [i for i in fresh if prefer(options[i])] if prefer is not None else []
+    fresh = preferred or fresh
     index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
     used.add(f"{key}:{index}")
     return options[index]
@@ -234,7 +242,9 @@ class TemplateWording:
         """
         return p.question and p.words > PITCH_WORDS
 
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+    def _pick(
+        self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
+    ) -> str:
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -244,7 +254,7 @@ class TemplateWording:
             other = tuple(o for o in options if "{situation}" not in o)
             if telling and other:
                 options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
-        return pick_unused(self._rng, self.used, key, options)
+        return pick_unused(self._rng, self.used, key, options, prefer)
 
     def _voice(self, cid: str, reservation: bool = False) -> str:
         """Words concern ``cid``: its voice line, or a reaction once it was partly answered.
@@ -260,19 +270,9 @@ class TemplateWording:
         """
         concern = self.card.concern(cid)
         answered = self.tracker.voice(cid) and concern.ack_partial
-        if answered and reservation:
-            options = concern.ack_partial
-            fresh = [
-                i
-                for i, line in enumerate(options)
-                if _RESERVATION.search(line) and f"partial:{cid}:{i}" not in self.used
-            ]
-            if fresh:
-                index = int(self._rng.choice(fresh))
-                self.used.add(f"partial:{cid}:{index}")
-                return options[index]
         if answered:
-            return self._pick(f"partial:{cid}", concern.ack_partial)
+            prefer = _RESERVATION.search if reservation else None
+            return self._pick(f"partial:{cid}", concern.ack_partial, prefer)
         return self._pick(f"voice:{cid}", concern.voice)
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:

@@ -41,6 +41,7 @@ from pettingzoo import ParallelEnv
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.realize import draw_unused
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.meaning import PerceptionSet, has_requests, load_perception_set
 from dialogue_gym.wrappers.single_agent import SingleAgent
@@ -48,6 +49,7 @@ from dialogue_gym.wrappers.strategy_actions import (
     STANCES,
     StrategyActions,
     embed_lines,
+    line_texts,
     split_sentences,
 )
 
@@ -106,6 +108,7 @@ class ListeningMoves:
         self._rng = np.random.default_rng(seed)
         self._used: dict[str, set[int]] = {}
         self._reflected: set[str] = set()
+        self._stories_told = 0  # story answers given (each takes the next lead)
 
     def realize(self, which: int | str, replies: Sequence[str] = ()) -> str:
         """A wording of move ``which`` (index or name) not used yet this episode if any is left.
@@ -127,17 +130,11 @@ class ListeningMoves:
             story = _statements(replies)
             if story:
                 core = _second_person(max(story, key=lambda c: len(c.split())))
-                uses = self._used.setdefault("story", set())
-                lead = _STORY_LEADS[len(uses) % len(_STORY_LEADS)]
-                uses.add(len(uses))
+                lead = _STORY_LEADS[self._stories_told % len(_STORY_LEADS)]
+                self._stories_told += 1
                 return lead.format(core[:1].upper() + core[1:])
         pool = self._pools[name]
-        used = self._used.setdefault(name, set())
-        if len(used) >= len(pool):
-            used.clear()
-        index = int(self._rng.choice([i for i in range(len(pool)) if i not in used]))
-        used.add(index)
-        return pool[index]
+        return pool[draw_unused(self._rng, self._used.setdefault(name, set()), len(pool))]
 
     def _reflect(self, replies: Sequence[str], fallback: bool = True) -> str:
         """The longest thing the user said about itself not said back yet, in the second person.
@@ -248,8 +245,7 @@ class ListeningFeatures:
                 for line in lines:
                     # A line's sentences match on their own too, but not a short one ("I'm
                     # listening." would match every reply that says so).
-                    pieces = [p for p in split_sentences(line) if len(p.split()) >= 4]
-                    for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
+                    for text in line_texts(line, min_words=4):
                         texts.append(text)
                         owners.append((index, kind))
         self._line_owner = np.asarray(owners, dtype=np.int64).reshape(-1, 2)
@@ -386,6 +382,8 @@ class ConcernActions(StrategyActions):
                 f"card {card.id!r} is a negotiation: ConcernActions has no price moves; use "
                 "StrategyActions"
             )
+        if moves is None and card is not None:
+            moves = ListeningMoves(card)
         super().__init__(env, realizer=moves, encoder=encoder)
         self._moves: ListeningMoves = moves if moves is not None else ListeningMoves(self.card)
         self.realizer = self._moves

@@ -36,6 +36,7 @@ __all__ = [
     "StrategyActions",
     "TemplateRealizer",
     "embed_lines",
+    "line_texts",
     "split_sentences",
 ]
 
@@ -64,6 +65,15 @@ def embed_lines(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
     return np.asarray(encoder.encode(list(texts)), dtype=np.float32)
+
+
+def line_texts(line: str, min_words: int = 1) -> list[str]:
+    """A card line and each of its sentences of ``min_words`` words or more, when it has several.
+
+    These are the texts a reply sentence is matched against.
+    """
+    pieces = [p for p in split_sentences(line) if len(p.split()) >= min_words]
+    return list(dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -193,8 +203,7 @@ class StrategyActions(gym.Env):
         owners: list[int] = []
         for index, concern in enumerate(self.single.card.concerns):
             for line in concern.voice:
-                pieces = split_sentences(line)
-                for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
+                for text in line_texts(line):
                     texts.append(text)
                     owners.append(index)
         self._voice_owner = np.asarray(owners, dtype=np.int64)

@@ -31,7 +31,12 @@ from dialogue_gym.llm.prompts import system_agent_messages
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym.wrappers.concern_actions import ListeningFeatures, ListeningMoves
-from dialogue_gym.wrappers.strategy_actions import STANCES, embed_lines, split_sentences
+from dialogue_gym.wrappers.strategy_actions import (
+    STANCES,
+    embed_lines,
+    line_texts,
+    split_sentences,
+)
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     check_backend_spec,
@@ -50,6 +55,7 @@ __all__ = [
     "load_policy",
     "planner",
     "strategy_messages",
+    "view_features",
 ]
 
 KIND = "planner"
@@ -112,8 +118,7 @@ class StrategyFeatures:
         owners: list[int] = []
         for index, concern in enumerate(card.concerns):
             for line in concern.voice:
-                pieces = split_sentences(line)
-                for text in dict.fromkeys([line, *(pieces if len(pieces) > 1 else [])]):
+                for text in line_texts(line):
                     texts.append(text)
                     owners.append(index)
         self._owner = np.asarray(owners, dtype=np.int64)
@@ -166,6 +171,21 @@ class StrategyFeatures:
         x[self._used : self._used + len(self.counts)] = self.counts / T
         x[self._voiced_at : self._voiced_at + len(self.voiced)] = self.voiced
         return np.clip(x, 0.0, 1.0, out=x)
+
+
+def view_features(
+    card: TaskCard, encoder: str | Encoder, max_exchanges: int, view: str = "strategy"
+) -> tuple[StrategyFeatures | ListeningFeatures, ListeningMoves | None]:
+    """The feature tracker of a planner's action view, and its listening moves (``concern``).
+
+    ``view="strategy"``: :class:`StrategyFeatures` and no moves (the card's strategies);
+    ``view="concern"``: :class:`~dialogue_gym.wrappers.ListeningFeatures` over
+    :class:`~dialogue_gym.wrappers.ListeningMoves`.
+    """
+    if view != "concern":
+        return StrategyFeatures(card, encoder, max_exchanges=max_exchanges), None
+    moves = ListeningMoves(card)
+    return ListeningFeatures(card, make_encoder(encoder), moves.names, max_exchanges), moves
 
 
 # -- the policy network ----------------------------------------------------------------------------
@@ -427,12 +447,7 @@ def planner(
     config, info = ckpt.config, ckpt.info
     encoder = str(config.get("encoder", "minilm"))
     T = int(info.get("max_exchanges", card.max_exchanges))
-    moves = ListeningMoves(card) if config.get("view") == "concern" else None
-    features: StrategyFeatures | ListeningFeatures = (
-        StrategyFeatures(card, encoder=encoder, max_exchanges=T)
-        if moves is None
-        else ListeningFeatures(card, make_encoder(encoder), moves.names, T)
-    )
+    features, moves = view_features(card, encoder, T, str(config.get("view", "strategy")))
     if tuple(info.get("feature_names", ())) != features.feature_names:
         raise CheckpointMismatchError(
             f"checkpoint {ckpt.path} was trained on another feature layout (the card's "

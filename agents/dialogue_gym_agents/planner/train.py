@@ -47,7 +47,7 @@ from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.data import Dialogue
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.registry import spec
-from dialogue_gym.wrappers import ConcernActions, ListeningFeatures, ListeningMoves, StrategyActions
+from dialogue_gym.wrappers import ConcernActions, StrategyActions
 from dialogue_gym.wrappers.strategy_actions import split_sentences
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
 from dialogue_gym_agents.common.cli import run_trainer
@@ -67,6 +67,7 @@ from dialogue_gym_agents.planner.agent import (
     LLMStrategyRealizer,
     StrategyFeatures,
     StrategyPolicyNet,
+    view_features,
 )
 from dialogue_gym_agents.training.corpora import (
     PLANNER_FORMATS,
@@ -441,12 +442,7 @@ def train_planner(config: PlannerConfig) -> Path:
     card, env_id, T, encoder = _setup(config)
     writer = CheckpointWriter(config.out, overwrite=config.overwrite)
     run = generators(config.seed)
-    moves = ListeningMoves(card) if config.view == "concern" else None
-    features: StrategyFeatures | ListeningFeatures = (
-        StrategyFeatures(card, encoder, max_exchanges=T)
-        if moves is None
-        else ListeningFeatures(card, encoder, moves.names, T)
-    )
+    features, moves = view_features(card, encoder, T, config.view)
     n_actions = len(card.strategies) if moves is None else len(moves.names)
     net = StrategyPolicyNet(
         features.n_features, n_actions, config.hidden_sizes, generator=run.torch

@@ -248,10 +248,17 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
     other = _tracker_holding(card, "trust")
     _voiced_now(other, "trust")
     assert other.credit(_read_as(analyzer, concrete), [], False, False)[0] is False
-    # A turn that barely reads as detachment at all is not its answer, shared facts or not.
+    # A sentence that plainly states the shared fact answers it, however faintly it reads as
+    # detachment itself (blind round 7, P4G seed 64: "So I'll skip the dramatic pitch and just
+    # be concrete: about 50 cents buys a child a year of deworming pills" read 0.10 as
+    # detachment); one that only leans towards the fact, below the reader's line, does not.
+    plain = _tracker_holding(card, "detachment")
+    _voiced_now(plain, "detachment")
+    stated = _read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04})
+    assert plain.credit(stated, [], False, False)[0]
     faint = _tracker_holding(card, "detachment")
     _voiced_now(faint, "detachment")
-    barely = _read_as(analyzer, {"efficacy": 0.8, "detachment": 0.04})
+    barely = _read_as(analyzer, {"efficacy": 0.25, "detachment": 0.04})
     assert faint.credit(barely, [], False, False)[0] is False
     # An acknowledgement that reads as a near miss, then the fact: the fact's sentence reads as
     # detachment too ("I get that statistics blur together. So forget the big numbers: 50
@@ -266,14 +273,15 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
 
 def test_a_shared_fact_beside_the_answer_is_part_of_it_not_a_second_topic(card, analyzer):
     """Affordability is answered with efficacy's facts (the card says so): "No minimum at all.
-    50 cents buys a year of deworming pills." to *money is tight* is one answer (full credit);
-    the same two sentences to *is this charity legit?* touch two topics and split the turn."""
+    50 cents buys a year of deworming pills." to *money is tight* is one answer with two
+    reasons (a thorough answer: the shared fact counts as one of its reasons); the same two
+    sentences to *is this charity legit?* touch two topics and split the turn."""
     turn = _read_as(analyzer, {"affordability": 0.7}, {"efficacy": 0.7})
     tight = _tracker_holding(card, "affordability")
     _voiced_now(tight, "affordability")
     events: list[str] = []
     tight.credit(turn, events, False, False)
-    assert tight.states["affordability"].progress == 1.0 and "multi_topic" not in events
+    assert tight.states["affordability"].progress == 2.0 and "multi_topic" not in events
     doubtful = _tracker_holding(card, "trust")
     _voiced_now(doubtful, "trust")
     other = _read_as(analyzer, {"trust": 0.7}, {"efficacy": 0.7})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -129,35 +129,51 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
         return score >= preset.focus_threshold
     if not concern.answered_with:
         return False
-    if likeliest in concern.answered_with and score > p.meaning.near_miss:
-        return score >= preset.focus_threshold
-    # Or the sentence that carries the shared fact reads as this concern too ("I get that
-    # statistics blur together. So forget the big numbers: 50 cents is one child's deworming
-    # pills for a year." — the first sentence reads as touching the worry without answering).
-    return any(
-        max(readable, key=lambda cid: row.get(cid, 0.0)) in concern.answered_with
-        and row.get(concern_id, 0.0) >= preset.focus_threshold
-        for row in p.meaning.per_sentence
-    )
+    # Read likeliest as a shared fact and as this concern too, at the line (else a sentence
+    # below may still state the fact plainly).
+    if (
+        likeliest in concern.answered_with
+        and p.meaning.near_miss < score
+        and (score >= preset.focus_threshold)
+    ):
+        return True
+    # Or a sentence plainly states the shared fact: it reads likeliest as one of those
+    # concerns, at the reader's own line ("So I'll skip the pitch and be concrete: about 50
+    # cents buys a child a year of deworming pills." to *these appeals blur together*; "every
+    # charge is shown line by line on your statement" to *if it comes out of the payout, I'd
+    # want to see that on the statement*), or it reads as this concern too.
+    for row in p.meaning.per_sentence:
+        fact = max(readable, key=lambda cid: row.get(cid, 0.0))
+        if fact in concern.answered_with and (
+            row.get(fact, 0.0) >= preset.meaning_threshold
+            or row.get(concern_id, 0.0) >= preset.focus_threshold
+        ):
+            return True
+    return False
 
 
-def arguments_for(p: Perception, concern_id: str, preset: UserPreset) -> int:
+def arguments_for(
+    p: Perception, concern_id: str, preset: UserPreset, shared: Collection[str] = ()
+) -> int:
     """How many of the turn's sentences each read as an answer to ``concern_id``.
 
     A sentence does when ``concern_id`` is its likeliest concern, at least
     ``preset.focus_threshold``: "They're audited by outside firms every year. Watchdogs rate
     them highly. About 85 percent goes to programs." gives a user who asked whether the
-    charity is legit three reasons, not one.
+    charity is legit three reasons, not one. So does a sentence that plainly states a fact of
+    a ``shared`` concern (one whose facts answer this one, :attr:`Concern.answered_with`):
+    read likeliest as it, at least ``preset.meaning_threshold``.
     """
     if p.meaning is None:
         return 0
 
     def answers(row: Mapping[str, float]) -> bool:
-        return (
-            bool(row)
-            and max(row, key=lambda cid: row[cid]) == concern_id
-            and (row[concern_id] >= preset.focus_threshold)
-        )
+        if not row:
+            return False
+        top = max(row, key=lambda cid: row[cid])
+        if top == concern_id:
+            return row[concern_id] >= preset.focus_threshold
+        return top in shared and row[top] >= preset.meaning_threshold
 
     clauses = p.meaning.clauses or ((),) * len(p.meaning.per_sentence)
     # A sentence that joins reasons with semicolons gives as many as its clauses that each
@@ -406,7 +422,9 @@ class ConcernTracker:
             # A turn about the worry under discussion alone, with several reasons for it, is
             # a thorough answer: each reason counts, up to the preset's cap (a turn spread
             # over several topics still has one unit to split).
-            share = float(min(preset.thorough_credit, max(1, arguments_for(p, topics[0], preset))))
+            facts = self.card.concern(topics[0]).answered_with
+            found = arguments_for(p, topics[0], preset, facts)
+            share = float(min(preset.thorough_credit, max(1, found)))
         reasoned = False
         for cid, c in self.states.items():
             if cid in topics and not repetition and c.status != RESOLVED:

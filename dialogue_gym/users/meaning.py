@@ -97,17 +97,20 @@ class PerceptionSetError(ValueError):
     """A perception set that cannot be used (names the file and the field)."""
 
 
-_CLAUSE_BREAK = re.compile(r";\s+")
+_CLAUSE_BREAK = re.compile(r";\s+|:\s+|,\s+and\s+|\s+[-\u2013\u2014]\s+")
+"""Where a sentence's points meet: a semicolon, a colon, ", and", a spaced dash."""
 CLAUSE_WORDS = 4
 """The fewest words of a clause read as a reason of its own (shorter ones are asides)."""
 
 
 def split_clauses(sentence: str) -> list[str]:
-    """The independent clauses a sentence joins with semicolons; ``[]`` when it is one.
+    """The clauses a sentence joins into a list of points; ``[]`` when it is one.
 
-    Writers join reasons that way ("Fifty cents buys a year of deworming pills; small gifts
-    are pooled, so they turn into real supplies."): each clause is a reason of its own. A
-    short piece ("if not, no worries") is an aside, not a clause.
+    Writers join reasons with semicolons ("Fifty cents buys a year of deworming pills; small
+    gifts are pooled, so they turn into real supplies."), a colon, a dash or ", and" ("The
+    audited statements are published online, and the watchdog's rating is public"): each
+    clause is a reason of its own. A short piece ("if not, no worries", "Here's the thing")
+    is an aside, not a clause.
     """
     pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
     clauses = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]

@@ -342,7 +342,8 @@ class UtteranceAnalyzer:
         # just name the amount; if not, no worries at all") is read on its own as well: the
         # opt-out reads as backing off and would drown the ask.
         head = _request_head(sentences[-1]) if sentences and self._requests else None
-        # Reasons joined by semicolons are read clause by clause as well (how many a turn gives).
+        # Reasons joined by semicolons or ", and" are read clause by clause as well (how many
+        # a turn gives).
         clauses = [split_clauses(s) for s in sentences]
         pieces = [*sentences, *([head] if head else []), *(c for cs in clauses for c in cs)]
         extra = [s for s in dict.fromkeys(pieces) if s != view]

@@ -176,8 +176,8 @@ def arguments_for(
         return top in shared and row[top] >= preset.meaning_threshold
 
     clauses = p.meaning.clauses or ((),) * len(p.meaning.per_sentence)
-    # A sentence that joins reasons with semicolons gives as many as its clauses that each
-    # answer the concern, and at least the one it gives read whole.
+    # A sentence that joins reasons with semicolons or ", and" gives as many as its clauses
+    # that each answer the concern, and at least the one it gives read whole.
     return sum(
         max(int(answers(row)), sum(answers(c) for c in parts))
         for row, parts in zip(p.meaning.per_sentence, clauses, strict=True)

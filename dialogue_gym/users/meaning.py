@@ -97,8 +97,9 @@ class PerceptionSetError(ValueError):
     """A perception set that cannot be used (names the file and the field)."""
 
 
-_CLAUSE_BREAK = re.compile(r";\s+|:\s+|,\s+and\s+|\s+[-\u2013\u2014]\s+")
-"""Where a sentence's points meet: a semicolon, a colon, ", and", a spaced dash."""
+_CLAUSE_BREAK = re.compile(r";\s+|,\s+and\s+")
+"""Where a sentence's points meet: a semicolon or ", and". A colon or a dash introduces an
+elaboration of one point ("it never asks for bank details: no card, no form"), not a second."""
 CLAUSE_WORDS = 4
 """The fewest words of a clause read as a reason of its own (shorter ones are asides)."""
 
@@ -107,10 +108,9 @@ def split_clauses(sentence: str) -> list[str]:
     """The clauses a sentence joins into a list of points; ``[]`` when it is one.
 
     Writers join reasons with semicolons ("Fifty cents buys a year of deworming pills; small
-    gifts are pooled, so they turn into real supplies."), a colon, a dash or ", and" ("The
-    audited statements are published online, and the watchdog's rating is public"): each
-    clause is a reason of its own. A short piece ("if not, no worries", "Here's the thing")
-    is an aside, not a clause.
+    gifts are pooled, so they turn into real supplies.") or ", and" ("The audited statements
+    are published online, and the watchdog's rating is public"): each clause is a reason of
+    its own. A short piece ("if not, no worries") is an aside, not a clause.
     """
     pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
     clauses = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
@@ -235,8 +235,9 @@ class TurnMeaning:
             give part of your $2? If the answer is no, that's completely fine."), when a polite
             ask is its likeliest reading (0 otherwise).
         clauses: Per sentence, the concern readings of its independent clauses when it joins
-            several with semicolons ("Fifty cents buys a year of deworming pills; small gifts
-            are pooled into real supplies." carries two reasons), else an empty tuple.
+            several with semicolons or ", and" ("Fifty cents buys a year of deworming pills;
+            small gifts are pooled into real supplies." carries two reasons), else an empty
+            tuple.
     """
 
     concerns: Mapping[str, float]

@@ -271,6 +271,25 @@ def test_a_concern_is_answered_with_the_facts_the_card_shares_with_it(card, anal
     assert acknowledged.credit(two, [], False, False)[0] is True
 
 
+def test_an_esconv_seeker_who_feels_unheard_hears_a_validation_of_loneliness() -> None:
+    """Blind play round 7, ESConv seed 61: "That sounds lonely, when people jump to 'you'll be
+    fine' it can feel like they're closing the door on how much it actually hurts" reads as
+    isolation; to a seeker who just said nobody listens it is being heard (the card links the
+    two), while to one who never said so it is no answer to that worry."""
+    esconv = load_card("esconv")
+    reader = UtteranceAnalyzer.for_user(esconv, make_encoder("hashing"))
+    assert "isolation" in esconv.concern("feeling_unheard").answered_with
+    lonely = _read_as(reader, {"isolation": 0.4, "feeling_unheard": 0.1})
+    heard = _tracker_holding(esconv, "feeling_unheard")
+    _voiced_now(heard, "feeling_unheard")
+    events: list[str] = []
+    heard.credit(lonely, events, False, False)
+    assert "addressed:feeling_unheard" in events
+    unasked = _tracker_holding(esconv, "feeling_unheard")
+    unasked.credit(lonely, [], False, False)
+    assert unasked.states["feeling_unheard"].progress == 0.0
+
+
 def test_a_shared_fact_beside_the_answer_is_part_of_it_not_a_second_topic(card, analyzer):
     """Affordability is answered with efficacy's facts (the card says so): "No minimum at all.
     50 cents buys a year of deworming pills." to *money is tight* is one answer with two

@@ -131,25 +131,32 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
         return False
     # Read likeliest as a shared fact and as this concern too, at the line (else a sentence
     # below may still state the fact plainly).
-    if (
-        likeliest in concern.answered_with
-        and p.meaning.near_miss < score
-        and (score >= preset.focus_threshold)
-    ):
+    shared = concern.answered_with
+    if likeliest in shared and score >= preset.focus_threshold and score > p.meaning.near_miss:
         return True
-    # Or a sentence plainly states the shared fact: it reads likeliest as one of those
-    # concerns, at the reader's own line ("So I'll skip the pitch and be concrete: about 50
-    # cents buys a child a year of deworming pills." to *these appeals blur together*; "every
-    # charge is shown line by line on your statement" to *if it comes out of the payout, I'd
-    # want to see that on the statement*), or it reads as this concern too.
+    # Or a sentence plainly states the shared fact ("So I'll skip the pitch and be concrete:
+    # about 50 cents buys a child a year of deworming pills." to *these appeals blur
+    # together*; "every charge is shown line by line on your statement" to *if it comes out
+    # of the payout, I'd want to see that on the statement*), or it reads as this concern too.
     for row in p.meaning.per_sentence:
         fact = max(readable, key=lambda cid: row.get(cid, 0.0))
-        if fact in concern.answered_with and (
-            row.get(fact, 0.0) >= preset.meaning_threshold
-            or row.get(concern_id, 0.0) >= preset.focus_threshold
+        if states_shared_fact(row, fact, shared, preset) or (
+            fact in shared and row.get(concern_id, 0.0) >= preset.focus_threshold
         ):
             return True
     return False
+
+
+def states_shared_fact(
+    row: Mapping[str, float], top: str, shared: Collection[str], preset: UserPreset
+) -> bool:
+    """Whether a sentence read likeliest as ``top`` plainly states a fact of ``shared``.
+
+    ``shared`` are the concerns whose facts answer the one under discussion
+    (:attr:`~dialogue_gym.cards.Concern.answered_with`); the sentence states one when it reads
+    likeliest as it, at the reader's own line (``preset.meaning_threshold``).
+    """
+    return top in shared and row.get(top, 0.0) >= preset.meaning_threshold
 
 
 def arguments_for(
@@ -161,8 +168,7 @@ def arguments_for(
     ``preset.focus_threshold``: "They're audited by outside firms every year. Watchdogs rate
     them highly. About 85 percent goes to programs." gives a user who asked whether the
     charity is legit three reasons, not one. So does a sentence that plainly states a fact of
-    a ``shared`` concern (one whose facts answer this one, :attr:`Concern.answered_with`):
-    read likeliest as it, at least ``preset.meaning_threshold``.
+    a ``shared`` concern (:func:`states_shared_fact`).
     """
     if p.meaning is None:
         return 0
@@ -173,7 +179,7 @@ def arguments_for(
         top = max(row, key=lambda cid: row[cid])
         if top == concern_id:
             return row[concern_id] >= preset.focus_threshold
-        return top in shared and row[top] >= preset.meaning_threshold
+        return states_shared_fact(row, top, shared, preset)
 
     clauses = p.meaning.clauses or ((),) * len(p.meaning.per_sentence)
     # A sentence that joins reasons with semicolons or ", and" gives as many as its clauses

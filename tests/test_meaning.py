@@ -17,6 +17,7 @@ from dialogue_gym.users.meaning import (
     load_perception_set,
     parse_perception_set,
     split_clauses,
+    split_points,
     split_sentences,
 )
 
@@ -48,6 +49,28 @@ def test_split_clauses_keeps_independent_clauses_and_drops_asides() -> None:
     assert split_clauses("It never asks for bank details: no card, no form, no sign-up.") == []
     assert split_clauses("Pausing takes one tap - no call, no form, no fee at all.") == []
     assert split_clauses("Bread and butter and jam for everyone at the table.") == []
+
+
+def test_split_points_reads_what_follows_a_lead_in_on_its_own() -> None:
+    """Whether a sentence answers a worry is read part by part, elaborations after a colon or
+    a dash included (the encoders' view writes an em dash as "--"); how many reasons it gives
+    is not (:func:`split_clauses`)."""
+    sentence = (
+        "I do want to gently push back on one thing, though: going without proper sleep would "
+        "wear anyone down -- struggling with it isn't a sign you're weak."
+    )
+    assert split_points(sentence) == [
+        "I do want to gently push back on one thing, though",
+        "going without proper sleep would wear anyone down",
+        "struggling with it isn't a sign you're weak.",
+    ]
+    assert split_clauses(sentence) == []
+    assert split_points("It never asks for bank details: no card, no form, no sign-up.") == [
+        "It never asks for bank details",
+        "no card, no form, no sign-up.",
+    ]
+    assert split_points("Here's the thing: it is free.") == []  # an aside: one point
+    assert split_points("No break in this sentence at all.") == []
 
 
 @pytest.mark.parametrize("name", builtin_cards())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -209,6 +210,12 @@ def test_a_long_opening_that_asks_is_answered_not_greeted_back() -> None:
         ),
         (
             "p4g",
+            # Blind play round 8, seed 79: an open invitation to give now.
+            "They are. If you ever want to add a few cents from your $2, you can just name it "
+            "now; otherwise your no is completely respected. Thanks again!",
+        ),
+        (
+            "p4g",
             "Right, it can be both, but only if you want. If you’d like to add a few cents "
             "from this payment, just name the amount; if not, no worries at all, and thanks "
             "again.",
@@ -229,6 +236,11 @@ def test_an_ask_in_any_form_is_heard(card_id: str, turn: str) -> None:
     assert not analyzer.perceive("Of course, take the time you need.").ask
     assert not analyzer.perceive("What would you want to know first?").ask
     assert not analyzer.perceive("I won't push. No is a perfectly good answer.").ask
+    account = (
+        "There's no sign-up: if you chose to give, you'd just name an amount here in the chat "
+        "and the research team would deduct it from your payment."
+    )
+    assert card_id != "p4g" or not analyzer.perceive(account).ask  # how giving works
 
 
 def _refused_at_once(env: Any, max_seeds: int = 30) -> int:
@@ -414,3 +426,67 @@ def test_a_no_after_half_an_answer_says_what_is_still_missing(p4g: Any) -> None:
         seen += 1
         assert any(line.lower() in steps[2]["reply"].lower() for line in lines), steps[2]
     assert seen, "no refusal naming a partly answered worry in 40 seeds"
+
+
+US_WORK = (
+    "Save the Children also runs programs in poor rural parts of the US, so kids here at home "
+    "benefit too."
+)
+EITHER_OR = (
+    "It doesn't have to be either-or: a few cents here sits alongside the causes you already "
+    "support."
+)
+
+
+def test_a_reaction_names_the_reason_the_turn_gave(p4g: Any) -> None:
+    """Blind play round 8 (P4G seeds 75-79): reactions drawn at random conceded arguments never
+    made ("I guess it's true it doesn't have to be one or the other" to a goodbye, "Oh, I didn't
+    know they work in the US too" after being told twice). The reaction said is the one
+    closest to what the turn said."""
+    seen = 0
+    for seed in range(40):
+        steps = _play(p4g, [US_WORK, EITHER_OR], seed)
+        if not all("addressed:other_causes" in s["events"] for s in steps):
+            continue
+        seen += 1
+        assert "in the us too" in steps[0]["reply"].lower(), steps
+        assert "one or the other" in steps[1]["reply"].lower(), steps
+        assert not re.match(r"\W*(\w+)\W+\1\b", steps[0]["reply"], re.I), steps  # "Oh! Oh,"
+    assert seen >= 3, f"only {seen} personas held other_causes in 40 seeds"
+
+
+def test_a_question_beside_a_fact_on_an_unraised_worry_is_answered(p4g: Any) -> None:
+    """Blind play round 8 (P4G seeds 78, 79): "... including poor rural parts of the US. Do you
+    support any causes?" got "I appreciate you not knocking my usual charities": a reaction to
+    a worry the user never raised, and no answer. The user answers the question instead."""
+    reactions = {
+        line.lower()
+        for concern in p4g.card.concerns
+        for line in (*concern.ack_partial, *concern.ack_resolved)
+    }
+    seen = 0
+    for seed in range(40):
+        steps = _play(p4g, [f"{US_WORK} Do you support any causes yourself?"], seed)
+        if "proactive:other_causes" not in steps[0]["events"]:
+            continue
+        seen += 1
+        reply = steps[0]["reply"].lower()
+        assert not any(line in reply for line in reactions), steps
+    assert seen >= 3, f"only {seen} personas held other_causes in 40 seeds"
+
+
+def test_a_yes_ends_without_a_hedge() -> None:
+    """Blind play round 8 (P4G seeds 71-73): "Alright, you convinced me. $0.25 it is. We'll
+    see."; "That actually sounds pretty good. No offense." A persona's closer hedges a doubt: a
+    reply that gives ground takes none."""
+    env = dialogue_gym.make("P4G-hard")
+    closers = {c.strip().lower() for s in env.card.styles for c in s.closers if c.strip()}
+    agreed = 0
+    result = evaluate(["scripted"], ["P4G-hard"], episodes=25, progress=False)
+    for record in result.records:
+        if not record["success"]:
+            continue
+        agreed += 1
+        last = [t["text"] for t in record["transcript"] if t["role"] == "user"][-1].lower()
+        assert not any(last.endswith(c) for c in closers), last
+    assert agreed >= 10, agreed

@@ -307,3 +307,35 @@ def test_a_shared_fact_beside_the_answer_is_part_of_it_not_a_second_topic(card, 
     events = []
     doubtful.credit(other, events, False, False)
     assert doubtful.states["trust"].progress == 0.5 and "multi_topic" in events
+
+
+def test_a_point_after_a_lead_in_answers_the_worry_under_discussion() -> None:
+    """Blind play round 8, ESConv seed 76: "I do want to gently push back on one thing, though:
+    going without proper sleep ... would wear anyone down — struggling with it isn't a sign
+    you're handling things worse than a 'normal' person would" to a seeker who blames itself
+    read 0.09 as shame whole. A part of a sentence that plainly reads as the worry under
+    discussion answers it; one that only leans towards it does not, nor does a plain part on
+    a worry nobody raised."""
+    esconv = load_card("esconv")
+    reader = UtteranceAnalyzer.for_user(esconv, make_encoder("hashing"))
+    lead_in = _read_as(reader, {"shame": 0.09, "overwhelm": 0.16})
+
+    def with_parts(*parts: dict[str, float]) -> Perception:
+        assert lead_in.meaning is not None
+        rows = tuple(dict.fromkeys(lead_in.unlock, 0.02) | part for part in parts)
+        return dataclasses.replace(
+            lead_in, meaning=dataclasses.replace(lead_in.meaning, points=rows)
+        )
+
+    heard = _tracker_holding(esconv, "shame")
+    _voiced_now(heard, "shame")
+    assert heard.credit(lead_in, [], False, False)[0] is False  # read whole: no answer
+    plain = with_parts({"overwhelm": 0.16}, {"shame": 0.46, "hopelessness": 0.11})
+    events: list[str] = []
+    assert heard.credit(plain, events, False, False)[0] and "addressed:shame" in events
+    leaning = _tracker_holding(esconv, "shame")
+    _voiced_now(leaning, "shame")
+    assert leaning.credit(with_parts({"shame": 0.2}), [], False, False)[0] is False
+    unasked = _tracker_holding(esconv, "shame")
+    unasked.credit(plain, [], False, False)
+    assert unasked.states["shame"].progress == 0.0

@@ -19,6 +19,7 @@ from dialogue_gym.users.meaning import (
     TurnMeaning,
     has_requests,
     split_clauses,
+    split_points,
     split_sentences,
 )
 
@@ -345,7 +346,15 @@ class UtteranceAnalyzer:
         # Reasons joined by semicolons or ", and" are read clause by clause as well (how many
         # a turn gives).
         clauses = [split_clauses(s) for s in sentences]
-        pieces = [*sentences, *([head] if head else []), *(c for cs in clauses for c in cs)]
+        # ... and every part that can carry a sentence's point, elaborations after a colon or
+        # a dash included (whether it answers the worry under discussion).
+        points = [p for s in sentences for p in split_points(s)]
+        pieces = [
+            *sentences,
+            *([head] if head else []),
+            *(c for cs in clauses for c in cs),
+            *points,
+        ]
         extra = [s for s in dict.fromkeys(pieces) if s != view]
         by_text: dict[str, np.ndarray] = {}
         if embedding is None or extra:
@@ -363,8 +372,8 @@ class UtteranceAnalyzer:
             per_sentence = np.asarray(ordered, dtype=np.float32).reshape(len(sentences), -1)
             probes = [bool(_OPEN_QUESTION.search(s)) for s in sentences]
             read = self.meaning_reader.read(per_sentence, probes)
+            reader = self.meaning_reader
             if any(clauses):
-                reader = self.meaning_reader
                 read = dataclasses.replace(
                     read,
                     clauses=tuple(
@@ -372,6 +381,9 @@ class UtteranceAnalyzer:
                         for cs in clauses
                     ),
                 )
+            if points:
+                parts = reader.concern_rows(np.asarray([by_text[p] for p in points]))
+                read = dataclasses.replace(read, points=parts)
         cues = self._cue_index.read(view)  # every cue family below reads the same view
         # Cosines on MiniLM's scale, where every threshold of the users was set.
         sims = on_reference_scale(self.encoder, self._protos @ embedding)

@@ -127,6 +127,8 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     score = p.addressing(concern_id)
     if likeliest == concern_id:
         return score >= preset.focus_threshold
+    if reads_in_a_part(p, concern_id, readable, preset):
+        return True
     if not concern.answered_with:
         return False
     # Read likeliest as a shared fact and as this concern too, at the line (else a sentence
@@ -143,6 +145,27 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
         if states_shared_fact(row, fact, shared, preset) or (
             fact in shared and row.get(concern_id, 0.0) >= preset.focus_threshold
         ):
+            return True
+    return False
+
+
+def reads_in_a_part(
+    p: Perception, concern_id: str, readable: Sequence[str], preset: UserPreset
+) -> bool:
+    """Whether a part of a sentence, read on its own, plainly answers ``concern_id``.
+
+    "I do want to gently push back on one thing, though: going without proper sleep for a
+    long stretch would wear anyone down — struggling with it isn't a sign you're handling
+    things worse than a 'normal' person would" answers a seeker who blames itself, but read
+    whole its lead-in drowns the point (0.09); its last part alone reads 0.46. A part
+    (:attr:`~dialogue_gym.users.meaning.TurnMeaning.points`) answers when the concern is its
+    likeliest reading at the reader's own line (``preset.meaning_threshold``): out of its
+    sentence it needs to be plain, not merely closer than the rest.
+    """
+    assert p.meaning is not None
+    for row in p.meaning.points:
+        top = max(readable, key=lambda cid: row.get(cid, 0.0))
+        if top == concern_id and row.get(concern_id, 0.0) >= preset.meaning_threshold:
             return True
     return False
 

@@ -62,6 +62,7 @@ __all__ = [
     "load_perception_set",
     "parse_perception_set",
     "split_clauses",
+    "split_points",
     "split_sentences",
 ]
 
@@ -115,6 +116,25 @@ def split_clauses(sentence: str) -> list[str]:
     pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
     clauses = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
     return clauses if len(clauses) >= 2 else []
+
+
+_POINT_BREAK = re.compile(r";\s+|:\s+|,\s+and\s+|\s+(?:--?|[\u2013\u2014])\s+")
+"""Where a sentence's parts meet, elaborations included: a semicolon, a colon, ", and", a
+spaced dash (the encoders' view writes an em dash as "--")."""
+
+
+def split_points(sentence: str) -> list[str]:
+    """The parts of a sentence that can carry its point on their own; ``[]`` when it is one.
+
+    Unlike :func:`split_clauses` (how many reasons a sentence gives) this also splits at a
+    colon and a spaced dash: what follows a lead-in is often the point itself ("I do want to
+    gently push back on one thing, though: going without sleep would wear anyone down —
+    struggling with it isn't a sign you're coping worse than anyone else"), and read whole
+    the lead-in drowns it. Parts under :data:`CLAUSE_WORDS` words are asides.
+    """
+    pieces = [p.strip() for p in _POINT_BREAK.split(sentence)]
+    points = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
+    return points if len(points) >= 2 else []
 
 
 def split_sentences(text: str, min_words: int = 3) -> list[str]:
@@ -238,6 +258,9 @@ class TurnMeaning:
             several with semicolons or ", and" ("Fifty cents buys a year of deworming pills;
             small gifts are pooled into real supplies." carries two reasons), else an empty
             tuple.
+        points: The concern readings of every part of a sentence that can carry its point on
+            its own (:func:`split_points`), all sentences together; empty when no sentence
+            has parts.
     """
 
     concerns: Mapping[str, float]
@@ -249,6 +272,7 @@ class TurnMeaning:
     per_sentence: tuple[Mapping[str, float], ...] = ()
     closing_ask: float = 0.0
     clauses: tuple[tuple[Mapping[str, float], ...], ...] = ()
+    points: tuple[Mapping[str, float], ...] = ()
 
     def likeliest(self, among: Sequence[str] | None = None) -> str | None:
         """The concern (of ``among``, default all) the turn reads likeliest as answering.

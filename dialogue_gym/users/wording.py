@@ -31,6 +31,9 @@ USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 _FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
 _TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
+_CONCEDING = frozenset({"agree", "positive", "resolved"})
+"""Reply kinds that give ground: a persona's closer ("No offense.", "We'll see.", "If that's
+true.") hedges a doubt and would contradict them ("$0.25 it is. We'll see.")."""
 
 _RESERVATION = re.compile(
     r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
@@ -111,6 +114,9 @@ class TemplateWording:
         self.used: set[str] = set()
         self.replied: list[str] = []  # this episode's replies so far (none is said twice)
         self.told = False
+        self._line_rows: dict[str, np.ndarray] = {}  # reaction line → its unit embedding
+        self._turn_rows: np.ndarray | None = None  # the sentences of the turn being answered
+        self._asked = False  # the turn being answered asked the user something
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
 
@@ -139,6 +145,9 @@ class TemplateWording:
         replies = self.card.replies
         parts: list[str] = []
         keys: list[str] = []
+        rows = p.sentence_embeddings
+        self._turn_rows = rows if rows is not None and len(rows) else p.embedding[None, :]
+        self._asked = p.question  # "Thanks for asking." only thanks a question
 
         def say(key: str, concern: str | None = None) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
@@ -151,6 +160,8 @@ class TemplateWording:
                 if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
                     events.append(f"probed:{concern}")  # an open question drew it out
                 voice = self._voice(concern)
+                if re.search(r",\s*\{concern_voice\}", template) and not re.match(r"I\b", voice):
+                    voice = voice[:1].lower() + voice[1:]  # "Since you ask, after your cut ..."
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
 
         if "empty" in events:
@@ -161,6 +172,11 @@ class TemplateWording:
             for event in events:
                 if event.startswith("addressed:"):
                     cid = event.split(":", 1)[1]
+                    if f"proactive:{cid}" in events and p.question and not p.ask:
+                        # A fact on a worry the user never raised, in a turn that asks it
+                        # something ("... poor rural parts of the US. Do you support any
+                        # causes?"): the user answers the question, not the fact.
+                        continue
                     concern = self.card.concern(cid)
                     done = self.tracker.states[cid].status == RESOLVED
                     key, options = (
@@ -168,7 +184,7 @@ class TemplateWording:
                         if done
                         else ("partial", concern.ack_partial)
                     )
-                    parts.append(self._fill(self._pick(f"{key}:{cid}", options)))
+                    parts.append(self._fill(self._react(cid, f"{key}:{cid}", options)))
                     keys.append(key)
                     break
             if repetition and not parts:
@@ -208,7 +224,17 @@ class TemplateWording:
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
                 if self._top_concern(unvoiced_only=True) is not None:
-                    say("inquiry_concern")
+                    top = self._top_concern()
+                    state = self.tracker.states[top] if top is not None else None
+                    if top is not None and state and state.voiced and state.progress > 1e-9:
+                        # Asked what's on its mind while its worry is answered in part, the
+                        # user says what is still missing ("I want to believe that. It's
+                        # hard, but maybe."), not "There's something I should mention
+                        # first." before a reaction to an answer.
+                        parts.append(self._voice(top, reservation=True))
+                        keys.append("partial")
+                    else:
+                        say("inquiry_concern")
                 else:
                     say("greeting" if p.greeting and exchange <= 1 else "inquiry_open")
             elif p.greeting and not parts:
@@ -226,7 +252,10 @@ class TemplateWording:
             if second.startswith("But"):
                 parts[1] = second
             elif re.search(r"\bbut\b", second, re.I):
-                parts[1] = f"Still, {second}"  # "Still, thanks, but it's not for us."
+                # "Still, thanks, but it's not for us." (after a reaction that says "Still,"
+                # already, "Anyway,": never "Still, it adds up. Still, I appreciate ...").
+                linker = "Anyway" if re.search(r"\bstill\b", parts[0], re.I) else "Still"
+                parts[1] = f"{linker}, {second}"
             else:
                 parts[1] = f"But {second}"
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
@@ -271,9 +300,46 @@ class TemplateWording:
         concern = self.card.concern(cid)
         answered = self.tracker.voice(cid) and concern.ack_partial
         if answered:
-            prefer = _RESERVATION.search if reservation else None
-            return self._pick(f"partial:{cid}", concern.ack_partial, prefer)
+            keep = _RESERVATION.search if reservation else None
+            return self._react(cid, f"partial:{cid}", concern.ack_partial, keep)
         return self._pick(f"voice:{cid}", concern.voice)
+
+    def _react(
+        self,
+        cid: str,
+        key: str,
+        options: tuple[str, ...],
+        keep: Callable[[str], object] | None = None,
+    ) -> str:
+        """The reaction to an answer to ``cid`` that fits what the turn said.
+
+        A reaction names the reason it heard ("Oh, I didn't know they work in the US too."),
+        so one drawn at random answers things the system never said: "I guess it's true it
+        doesn't have to be one or the other" to a goodbye, "Oh, I didn't know they work in
+        the US too" after being told twice. Of the lines not said yet this episode (and
+        accepted by ``keep``, when any are) the one said is the line whose meaning is closest
+        to one of the turn's sentences, measured as a lift over the line's closeness to the
+        card's answers to the concern in general (a line near every answer, "I appreciate
+        you not knocking my usual charities", is not thereby near this one).
+        """
+        fresh = [o for i, o in enumerate(options) if f"{key}:{i}" not in self.used]
+        kept = [o for o in fresh if keep(o)] if keep is not None else []
+        pool = kept or fresh
+        if len(pool) < 2 or self._turn_rows is None or not self._turn_rows.any():
+            return self._pick(key, options, keep)
+        answers = self._rows(self.card.concern(cid).unlock)
+        rows = self._rows(tuple(pool))
+        lift = (rows @ self._turn_rows.T).max(axis=1) - (rows @ answers.T).mean(axis=1)
+        closest = pool[int(np.argmax(lift))]
+        return self._pick(key, options, lambda o: o == closest)
+
+    def _rows(self, lines: tuple[str, ...]) -> np.ndarray:
+        """The unit embeddings of ``lines`` (encoded once per user)."""
+        missing = [line for line in dict.fromkeys(lines) if line not in self._line_rows]
+        if missing:
+            encoded = np.asarray(self.analyzer.encoder.encode(missing), dtype=np.float32)
+            self._line_rows.update(zip(missing, encoded, strict=True))
+        return np.asarray([self._line_rows[line] for line in lines], dtype=np.float32)
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
         return self.tracker.top(unvoiced_only)
@@ -343,17 +409,23 @@ class TemplateWording:
         """Adds the persona's opener and closer (sometimes) and its casing to a reply.
 
         Fillers (``neutral``, ``inquiry_open``, a greeting, a goodbye) stay unadorned: an
-        opener and a closer around "Go on." make a reply of fragments that do not fit.
+        opener and a closer around "Go on." make a reply of fragments that do not fit. A reply
+        that gives ground takes no closer (:data:`_CONCEDING`).
         """
         if key in _FILLERS:
             return text.lower() if self.style.lowercase else text
         if self._rng.random() < 0.45:
             opener = self._pick("opener", self.style.openers)
+            first = re.match(r"\W*(\w+)", opener)
+            if first and re.match(rf"\W*{first.group(1)}\b", text, re.I):
+                opener = ""  # "Oh! Oh, I didn't know ..." stutters
             if opener.endswith(", ") and not re.match(r"I\b", text):
                 text = text[:1].lower() + text[1:]  # "Look, interesting." not "Look, Interesting."
             text = opener + text
-        if self._rng.random() < 0.35 * self.style.verbosity:
-            text = text.rstrip() + self._pick("closer", self.style.closers)
+        if self._rng.random() < 0.35 * self.style.verbosity and key not in _CONCEDING:
+            closer = self._pick("closer", self.style.closers)
+            if self._asked or not re.search(r"\bask", closer, re.I):
+                text = text.rstrip() + closer
         return text.lower() if self.style.lowercase else text
 
     def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:

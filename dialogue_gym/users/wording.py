@@ -326,7 +326,14 @@ class TemplateWording:
         kept = [o for o in fresh if keep(o)] if keep is not None else []
         pool = kept or fresh
         if len(pool) < 2 or self._turn_rows is None or not self._turn_rows.any():
-            return self._pick(key, options, keep)
+            return self._pick(key, options, lambda o: o in pool)
+        # How warm the reaction sounds is the mood of the moment, drawn as before; only its
+        # content follows the turn. The success judge reads the stance a reply states: picking
+        # among all lines by meaning made warm reactions a function of the words, and the
+        # search-based open-loop attacker found turns that draw them (ESConv-hard, 0.36 with
+        # random reactions, 0.50 by meaning alone; limit 0.48).
+        tone = _stated_stance(pool[int(self._rng.integers(len(pool)))], self.card)
+        pool = [o for o in pool if _stated_stance(o, self.card) == tone]
         answers = self._rows(self.card.concern(cid).unlock)
         rows = self._rows(tuple(pool))
         lift = (rows @ self._turn_rows.T).max(axis=1) - (rows @ answers.T).mean(axis=1)

@@ -339,3 +339,21 @@ def test_a_point_after_a_lead_in_answers_the_worry_under_discussion() -> None:
     unasked = _tracker_holding(esconv, "shame")
     unasked.credit(plain, [], False, False)
     assert unasked.states["shame"].progress == 0.0
+
+
+def test_a_turn_read_as_an_answer_is_no_anti_pattern_however_near_its_words(card, analyzer):
+    """Blind play round 9, P4G seed 84: "Exactly, you can keep giving to your church as always.
+    So, would you like to name a small amount ...?" is near the card's anti-pattern "giving to
+    your church isn't really helping anyone" by closeness (0.62) and took back the credit of a
+    settled worry; the meaning reader reads it as an answer to that worry (0.44). A turn that
+    the reader does not read as an answer still sets the worry back."""
+    for answered, expected in ((0.44, 2.0), (0.05, 1.0)):
+        tracker = _tracker_holding(card, "other_causes")
+        tracker.states["other_causes"].progress = 2.0  # settled
+        turn = _read_as(analyzer, {"other_causes": answered})
+        # The turn's best topic by closeness is another one (the small amount it asks for).
+        unlock = {**turn.unlock, "affordability": 0.9}
+        anti = {**turn.anti, "other_causes": 0.62}
+        events: list[str] = []
+        tracker.credit(dataclasses.replace(turn, unlock=unlock, anti=anti), events, False, False)
+        assert tracker.states["other_causes"].progress == expected, (answered, events)

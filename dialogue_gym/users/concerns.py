@@ -471,6 +471,11 @@ class ConcernTracker:
                 cid not in touched
                 and p.anti[cid] >= preset.anti_threshold
                 and p.anti[cid] > p.unlock[cid]
+                # Closeness to an anti-pattern is blind to negation and stance: "you can keep
+                # giving to your church as always" is near "giving to your church isn't really
+                # helping anyone" (blind play round 9, P4G seed 84). A turn the meaning reader
+                # reads as an answer to the concern is not one.
+                and p.addressing(cid) < preset.meaning_threshold
             ):
                 c.progress = max(0.0, c.progress - 1.0)
                 costs.append((preset.anti_penalty, 0.1))

@@ -357,3 +357,23 @@ def test_a_turn_read_as_an_answer_is_no_anti_pattern_however_near_its_words(card
         events: list[str] = []
         tracker.credit(dataclasses.replace(turn, unlock=unlock, anti=anti), events, False, False)
         assert tracker.states["other_causes"].progress == expected, (answered, events)
+
+
+def test_a_plain_answer_in_one_sentence_answers_the_worry_beside_a_stronger_point() -> None:
+    """Blind play round 9, Merchant seed 80: "... the terms are in writing ... every promotion
+    order shows the split on your statement ... The first two weekends are a trial and you can
+    pause or opt out any day with one tap." reads 0.77 as trust in the platform (which this
+    owner never doubted) and 0.61 as *burned by a promotion it could not stop*, the worry it
+    had just voiced: that sentence answers it. Out of discussion it does not."""
+    merchant = load_card("merchant")
+    reader = UtteranceAnalyzer.for_user(merchant, make_encoder("hashing"))
+    read = _read_as(reader, {"platform_trust": 0.77}, {"past_promo": 0.61})
+    # ... and it is close to the card's own answers on trust (the turn's best topic).
+    turn = dataclasses.replace(read, unlock={**read.unlock, "platform_trust": 0.9})
+    burned = _tracker_holding(merchant, "past_promo")
+    _voiced_now(burned, "past_promo")
+    events: list[str] = []
+    assert burned.credit(turn, events, False, False)[0] and "addressed:past_promo" in events
+    unasked = _tracker_holding(merchant, "past_promo")
+    unasked.credit(turn, [], False, False)
+    assert unasked.states["past_promo"].progress < 1.0

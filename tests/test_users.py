@@ -208,3 +208,25 @@ def test_realize_act_words_each_act_in_style(card, encoder):
     assert any(c.voiced for c in user.concerns.values()) and voiced.strip()
     with pytest.raises(ValueError, match="user act"):
         user.realize_act("shrug")
+
+
+def test_asked_with_nothing_blocking_a_user_short_of_yes_says_what_holds_it(card, encoder):
+    """Blind play round 9, Merchant seed 80: with its one blocking worry settled and a lesser
+    one not raised yet, an owner short of a yes answered three direct asks with "Fair enough,
+    that sounds decent." The answer says what still holds the user back."""
+    seen = 0
+    for w0 in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4):
+        concerns = (("affordability", 0.5), ("information", 0.55))  # 0.55 does not block
+        user = user_with(card, encoder, "hard", concerns, w0=w0)
+        user.respond("Hi! How are you doing today?")
+        for line in card.concern("affordability").unlock[:2]:
+            user.respond(line)
+        if user.concerns["affordability"].status != RESOLVED or user.tracker.blocking():
+            continue
+        turn = user.respond("Would you be willing to donate fifty cents to Save the Children?")
+        if turn.decision != "positive":
+            continue
+        seen += 1
+        info = card.concern("information")
+        assert any(x.lower() in turn.text.lower() for x in (*info.voice, *info.ack_partial)), turn
+    assert seen, "no user short of a yes with nothing blocking"

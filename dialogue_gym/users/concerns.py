@@ -152,18 +152,23 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
 def reads_in_a_part(
     p: Perception, concern_id: str, readable: Sequence[str], preset: UserPreset
 ) -> bool:
-    """Whether a part of a sentence, read on its own, plainly answers ``concern_id``.
+    """Whether a sentence, or a part of one read on its own, plainly answers ``concern_id``.
 
-    "I do want to gently push back on one thing, though: going without proper sleep for a
-    long stretch would wear anyone down — struggling with it isn't a sign you're handling
-    things worse than a 'normal' person would" answers a seeker who blames itself, but read
-    whole its lead-in drowns the point (0.09); its last part alone reads 0.46. A part
+    A turn with several points answers the worry under discussion in one of them even when
+    another point reads more strongly as something else: "... The first two weekends are a
+    trial and you can pause or opt out any day with one tap." answers an owner burned by a
+    promotion it could not stop (0.61) beside a sentence on the written terms (0.77 as trust in
+    the platform; blind play round 9, Merchant seed 80). So does a part of a sentence whose
+    lead-in drowns it: "I do want to gently push back on one thing, though: going without
+    proper sleep ... would wear anyone down — struggling with it isn't a sign you're handling
+    things worse than a 'normal' person would" reads 0.09 as a seeker's self-blame whole and
+    0.46 in its last part. A sentence or a part
     (:attr:`~dialogue_gym.users.meaning.TurnMeaning.points`) answers when the concern is its
-    likeliest reading at the reader's own line (``preset.meaning_threshold``): out of its
-    sentence it needs to be plain, not merely closer than the rest.
+    likeliest reading at the reader's own line (``preset.meaning_threshold``): it must be
+    plain, not merely closer than the rest.
     """
     assert p.meaning is not None
-    for row in p.meaning.points:
+    for row in (*p.meaning.per_sentence, *p.meaning.points):
         top = max(readable, key=lambda cid: row.get(cid, 0.0))
         if top == concern_id and row.get(concern_id, 0.0) >= preset.meaning_threshold:
             return True

@@ -322,6 +322,10 @@ class UtteranceAnalyzer:
         cue_text = text if isinstance(text, CueText) else self._cue_index.read(text)
         return cue_text.any(self.card.cues.get(name, ()))
 
+    def prototypes(self, kind: str, concern_id: str) -> np.ndarray:
+        """The unit embeddings of concern ``concern_id``'s ``unlock`` or ``anti`` sentences."""
+        return self._protos[self._slices[(kind, concern_id)]]
+
     def view(self, text: str) -> str:
         """The normalized span of ``text`` that every reader of a turn sees."""
         return text_view(text, self.encoder)

@@ -113,9 +113,17 @@ def split_clauses(sentence: str) -> list[str]:
     are published online, and the watchdog's rating is public"): each clause is a reason of
     its own. A short piece ("if not, no worries") is an aside, not a clause.
     """
-    pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
-    clauses = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
-    return clauses if len(clauses) >= 2 else []
+    return _split(sentence, _CLAUSE_BREAK)
+
+
+def _split(sentence: str, breaks: re.Pattern[str]) -> list[str]:
+    """The pieces of ``sentence`` between ``breaks``, asides dropped; ``[]`` unless two remain.
+
+    An aside is a piece under :data:`CLAUSE_WORDS` words.
+    """
+    pieces = [p.strip() for p in breaks.split(sentence)]
+    kept = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
+    return kept if len(kept) >= 2 else []
 
 
 _POINT_BREAK = re.compile(r";\s+|:\s+|,\s+and\s+|\s+(?:--?|[\u2013\u2014])\s+")
@@ -132,9 +140,7 @@ def split_points(sentence: str) -> list[str]:
     struggling with it isn't a sign you're coping worse than anyone else"), and read whole
     the lead-in drowns it. Parts under :data:`CLAUSE_WORDS` words are asides.
     """
-    pieces = [p.strip() for p in _POINT_BREAK.split(sentence)]
-    points = [p for p in pieces if len(_WORDS.findall(p)) >= CLAUSE_WORDS]
-    return points if len(points) >= 2 else []
+    return _split(sentence, _POINT_BREAK)
 
 
 def split_sentences(text: str, min_words: int = 3) -> list[str]:

@@ -235,7 +235,12 @@ class TemplateWording:
                 if self._top_concern(unvoiced_only=True) is not None:
                     top = self._top_concern()
                     state = self.tracker.states[top] if top is not None else None
-                    if top is not None and state and state.voiced and state.progress > 1e-9:
+                    if (
+                        top is not None
+                        and state is not None
+                        and state.voiced
+                        and state.progress > 1e-9
+                    ):
                         # Asked what's on its mind while its worry is answered in part, the
                         # user says what is still missing ("I want to believe that. It's
                         # hard, but maybe."), not "There's something I should mention
@@ -343,7 +348,7 @@ class TemplateWording:
         # random reactions, 0.50 by meaning alone; limit 0.48).
         tone = _stated_stance(pool[int(self._rng.integers(len(pool)))], self.card)
         pool = [o for o in pool if _stated_stance(o, self.card) == tone]
-        answers = self._rows(self.card.concern(cid).unlock)
+        answers = self.analyzer.prototypes("unlock", cid)
         rows = self._rows(tuple(pool))
         lift = (rows @ self._turn_rows.T).max(axis=1) - (rows @ answers.T).mean(axis=1)
         # Lines about as close as the best are equally fitting: one of them, at random (the

@@ -55,6 +55,7 @@ from dialogue_gym.cards import CardError, TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, offer_in
+from dialogue_gym.safe_regex import UnsafeRegexError, compile_safe
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
@@ -75,7 +76,7 @@ from dialogue_gym.users.seller_presets import (
     SellerPreset,
     seller_preset,
 )
-from dialogue_gym.users.wording import pick_unused
+from dialogue_gym.users.wording import add_style, pick_unused
 
 # The listings and presets live in their own modules; their names stay importable from here.
 __all__ = [
@@ -107,6 +108,14 @@ _STANCE_COMMITMENT = {"refused": -0.4, "neutral": 0.0, "positive": 0.2}
 
 _REQUIRED_SELLER_REPLIES = ("opening", "haggled", "cave", "walk_away", "after_walk", "after_deal")
 _REQUIRED_SELLER_MIND = ("belief_start", "belief_bad_faith", "desire_end", "intention_walk")
+
+
+def _compile_card_regex(pattern: object, where: str) -> re.Pattern[str]:
+    """A card's regex, compiled case-insensitively (a clear error on a bad one)."""
+    try:
+        return compile_safe(str(pattern), re.IGNORECASE)
+    except (re.error, UnsafeRegexError) as exc:
+        raise CardError(f"{where}: {exc}") from exc
 
 
 class SellerUser(SellerDynamics):
@@ -147,6 +156,10 @@ class SellerUser(SellerDynamics):
         missing = set(_REQUIRED_SELLER_MIND) - set(self._mind)
         if missing:
             raise CardError(f"card {card.id!r}: seller.mind is missing {sorted(missing)}")
+        self._unfit_by_category = {
+            str(category): _compile_card_regex(pattern, f"card {card.id!r}: seller.unfit")
+            for category, pattern in seller.get("unfit", {}).items()
+        }
         self.card = card
         self.preset = preset
         self.analyzer = UtteranceAnalyzer.for_user(card, encoder)
@@ -161,6 +174,7 @@ class SellerUser(SellerDynamics):
 
     def _begin(self, persona: Persona, listing: Listing) -> None:
         self.listing = listing
+        self._unfit = self._unfit_by_category.get(listing.category)
         self.base_persona = persona
         self.style = self.card.style(persona.style)
         low, high = self.preset.floor_range
@@ -274,6 +288,11 @@ class SellerUser(SellerDynamics):
     # -- realization ---------------------------------------------------------------------------
 
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
+        # The same options for a key all episode (the listing does not change), so the
+        # indices pick_unused remembers stay those of one list.
+        unfit = self._unfit
+        if unfit is not None:
+            options = tuple(o for o in options if not unfit.search(o)) or options
         return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
@@ -355,6 +374,15 @@ class SellerUser(SellerDynamics):
             options = concern.ack_resolved if done else concern.ack_partial
             parts.append(self._fill(self._pick(f"ack:{cid}:{done}", options), step))
             parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))
+        elif kind == "dismissed":
+            # The reason is set aside, and what does matter to this seller shows through,
+            # as a real seller's does: a listening buyer can take it up.
+            if self._options(f"dismiss_{step.dismissed}"):
+                parts.append(self._reply(f"dismiss_{step.dismissed}", step))
+            matters = self._top_concern()
+            if matters is not None:
+                parts.append(self._fill(self._voice(matters), step))
+            parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))
         elif kind == "inquiry":
             asked = "condition" if step.condition_question else self._top_concern()
             if first:
@@ -372,17 +400,27 @@ class SellerUser(SellerDynamics):
                 parts.append(self._reply(kind, step))
         else:  # a counter to an offer
             parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))
+        if step.item_question and kind in ("counter", "ack", "dismissed", "haggled"):
+            parts.insert(int(first), self._item_answer(step))
         text = " ".join(p for p in parts if p)
-        if self._rng.random() < 0.45:
-            opener = self._pick("opener", self.style.openers)
-            if opener.endswith(", ") and not re.match(r"I\b", text):
-                text = text[:1].lower() + text[1:]
-            text = opener + text
-        if self._rng.random() < 0.35 * self.style.verbosity:
-            text = text.rstrip() + self._pick("closer", self.style.closers)
+        # No closer after a deal: "It's a deal at $390. Let me know when you're coming. Thanks."
+        # reads as a form letter.
+        closing = kind not in ("agree", "cave", "after_deal")
+        text = add_style(text, self.style, self._pick, self._rng, asked=step.asked, closer=closing)
         text = self._unrepeated(text)
         self.replied.add(text.lower())
         return text.lower() if self.style.lowercase else text
+
+    def _item_answer(self, step: TurnEffect) -> str:
+        """The answer to a question about the item asked beside an offer.
+
+        A question on its condition brings up the flaw (once); any other gets what the seller
+        can say without facts beyond its listing (``inquiry_aside``).
+        """
+        if step.condition_question and not self.arguments["condition"].voiced:
+            return self._fill(self._voice("condition"), step)
+        options = self._options("inquiry_aside")
+        return self._fill(self._pick("inquiry_aside", options), step) if options else ""
 
     def _unrepeated(self, text: str) -> str:
         """``text``, or — when the seller said exactly that before — the same said as a repeat.

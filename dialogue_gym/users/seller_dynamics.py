@@ -24,6 +24,7 @@ from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.concerns import MEANING_SCALE
+from dialogue_gym.users.meaning import ASKS
 from dialogue_gym.users.seller_listings import Listing, price_step
 from dialogue_gym.users.seller_presets import SellerPreset
 
@@ -106,6 +107,9 @@ class TurnEffect:
     addressed: list[str] = dataclasses.field(default_factory=list)
     condition_question: bool = False
     moved: bool = False  # the stated price came down this turn
+    dismissed: str | None = None  # a reason heard that this seller gives no weight
+    asked: bool = False  # the buyer's turn asked a question
+    item_question: bool = False  # ... and one of its questions is about the item, not the deal
 
 
 class SellerDynamics:
@@ -243,6 +247,16 @@ class SellerDynamics:
             events.append("reopened")
         if reading.clarified:
             events.append("clarified")
+        step.asked = p.question
+        # A question about the item beside an offer ("Do you know the battery health? I could
+        # do $360."): answered as well as the seller can, not passed over.
+        step.item_question = p.question and any(
+            sentence.rstrip().endswith("?")
+            and "$" not in sentence
+            and self._cue("item_question", sentence)
+            and not self._cue("deal_question", sentence)
+            for sentence in _SENTENCE_END.split(text.strip())
+        )
         step.condition_question = p.question and self._cue("condition_question", text)
         if offer is not None or p.ask:
             events.append("ask")
@@ -290,6 +304,12 @@ class SellerDynamics:
                 arg = self.arguments[cid]
                 if arg.progress >= arg.needed:
                     events.append(f"exhausted:{cid}")
+                elif self._weight(cid) == 0:
+                    # A reason this seller gives no weight (the hard seller's off-persona
+                    # ones): heard and set aside, and the reply says so (see SellerUser).
+                    arg.progress += 1
+                    step.dismissed = cid
+                    events.append(f"dismissed:{cid}")
                 else:
                     arg.progress += 1
                     gain = preset.arg_gain * self._weight(cid) * self._share(p, cid)
@@ -349,6 +369,8 @@ class SellerDynamics:
             step.stance = "positive" if near and gain > 0 else "neutral"
         if step.addressed:
             step.kind = "ack"
+        elif step.dismissed is not None:
+            step.kind = "dismissed"
         elif offer is None and bargaining and self.stated_ask < quoted:
             step.kind = "haggled"
         elif offer is None and repetition:
@@ -403,13 +425,19 @@ class SellerDynamics:
         # only: a buyer who brings it up beside an offer argues it ("Given the competition,
         # could you come down closer to $940?"), however near a miss its words read alone.
         closest = max(self.arguments, key=p.addressing) if p.meaning is not None else None
+        # A turn that reads as nothing but an offer makes no argument, whatever the prototypes'
+        # faint likeness ("How about $1,325 a month?" beside "I'm saving up for rent").
+        reasons_read = p.meaning is None or not p.meaning.leading <= set(ASKS)
         scores = {}
         for cid in self.arguments:
             # Every buyer turn carries an offer, which takes much of the reader's probability:
-            # the reason it reads likeliest counts from the lower line.
-            line = preset.reason_threshold if cid == likeliest else preset.meaning_threshold
+            # the reason it reads likeliest counts from the lower line, when some sentence
+            # reads likeliest as it ("How about $1,325 a month?" is an offer, whatever faint
+            # reason it also resembles).
+            lower = cid == likeliest and cid in p.meaning.leading
+            line = preset.reason_threshold if lower else preset.meaning_threshold
             by_meaning = preset.unlock_threshold + (p.addressing(cid) - line) * MEANING_SCALE
-            scores[cid] = max(p.unlock[cid], by_meaning)
+            scores[cid] = max(p.unlock[cid] if reasons_read else 0.0, by_meaning)
             # A reason pointing back at what the seller just brought up ("Thanks for being
             # upfront. Given that, would you take $980?") argues it, whatever its words.
             if cid in self.focus and (
@@ -466,6 +494,14 @@ class SellerDynamics:
         if len(touched) >= 2:
             self.mood = max(-1.0, self.mood - preset.stuffing_mood)
             events.append("multi_topic")
+        # A reason the seller has already given all it will for is heard, but the turn's
+        # credit goes to a fresh reason it also makes ("That covers the fix for the leg, and
+        # you'd have it gone today" after a quick pickup was credited): only a turn with
+        # nothing fresh re-argues a spent reason (and earns nothing).
+        fresh = [
+            cid for cid in touched if self.arguments[cid].progress < self.arguments[cid].needed
+        ]
+        touched = fresh or touched
         top = max(scores[cid] for cid in touched)
         tied = [cid for cid in touched if scores[cid] >= top - preset.tie_margin]
         # max() keeps the first of equals: the card's concern order breaks exact ties.

@@ -53,8 +53,9 @@ class SellerPreset:
             goes to the persona's own (strongest) concern. Only one argument is credited per
             turn: the best (after tie-breaking), with its share of the turn's one unit of
             credit when the turn touches several (split in proportion to their scores; about
-            ``1/k`` for ``k`` arguments argued alike). If it is exhausted, the turn earns
-            nothing.
+            ``1/k`` for ``k`` arguments argued alike). An argument the seller has given all
+            it will for (exhausted) yields to another the turn touches; a turn touching only
+            exhausted ones earns nothing.
         stuffing_mood: Mood lost by a turn that touches two or more arguments at once
             (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
             real cost is that its credit is split.

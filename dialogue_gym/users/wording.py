@@ -53,6 +53,44 @@ PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
 
 
+def add_style(
+    text: str,
+    style: Style,
+    pick: Callable[[str, tuple[str, ...]], str],
+    rng: np.random.Generator,
+    *,
+    asked: bool,
+    closer: bool = True,
+) -> str:
+    """Adds a persona's opener and closer (each sometimes) and its casing to a reply.
+
+    Args:
+        text: The reply.
+        style: The persona's style (openers, closers, verbosity, casing).
+        pick: Draws one of a key's options (the user's episode-aware picker).
+        rng: The user's episode generator.
+        asked: The other side asked a question: only then may a closer thank it for asking.
+        closer: Whether a closer may follow (not after a reply that gives ground, whose
+            closers would hedge it: "$0.25 it is. We'll see.").
+    """
+    if rng.random() < 0.45:
+        opener = pick("opener", style.openers)
+        first = re.match(r"\W*(\w+)", opener)
+        if first and re.match(rf"\W*{first.group(1)}\b", text, re.I):
+            opener = ""  # "Oh! Oh, I didn't know ..." stutters
+        runs_on = bool(opener) and not opener.rstrip().endswith((".", "!", "?", ":"))
+        if runs_on and not re.match(r"I\b", text):
+            text = text[:1].lower() + text[1:]  # "Okay, so true, ..." not "Okay, so True, ..."
+        text = opener + text
+    if rng.random() < 0.35 * style.verbosity and closer:
+        ending = pick("closer", style.closers)
+        opening = re.match(r"\W*(\w+)", text)
+        echoes = opening is not None and re.match(rf"\W*{opening.group(1)}\b", ending, re.I)
+        if (asked or not re.search(r"\bask", ending, re.I)) and not echoes:
+            text = text.rstrip() + ending  # not "Thank you for your message. ... Thank you."
+    return text.lower() if style.lowercase else text
+
+
 def pick_unused(
     rng: np.random.Generator,
     used: set[str],
@@ -437,19 +475,9 @@ class TemplateWording:
         """
         if key in _FILLERS:
             return text.lower() if self.style.lowercase else text
-        if self._rng.random() < 0.45:
-            opener = self._pick("opener", self.style.openers)
-            first = re.match(r"\W*(\w+)", opener)
-            if first and re.match(rf"\W*{first.group(1)}\b", text, re.I):
-                opener = ""  # "Oh! Oh, I didn't know ..." stutters
-            if opener.endswith(", ") and not re.match(r"I\b", text):
-                text = text[:1].lower() + text[1:]  # "Look, interesting." not "Look, Interesting."
-            text = opener + text
-        if self._rng.random() < 0.35 * self.style.verbosity and key not in _CONCEDING:
-            closer = self._pick("closer", self.style.closers)
-            if self._asked or not re.search(r"\bask", closer, re.I):
-                text = text.rstrip() + closer
-        return text.lower() if self.style.lowercase else text
+        return add_style(
+            text, self.style, self._pick, self._rng, asked=self._asked, closer=key not in _CONCEDING
+        )
 
     def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
         """Words a response act chosen by an external user policy, in this persona's style.

@@ -1,0 +1,207 @@
+"""The CB seller listens as a person does (blind play, round 9).
+
+* A reason the hard seller gives no weight is set aside in words, and what does matter to it
+  shows through, so a listening buyer can take it up; it is not acknowledged as if it counted.
+* A fresh reason made beside one the seller has given all it will for takes the turn's credit.
+* A bare offer per month is no budget reason.
+* A question about the item asked beside an offer gets an answer.
+* A rental is not a sale; a reply is not a stitch of fragments ("Okay, so True, ...").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from dialogue_gym.cards import load_card
+from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.users.persona import persona_bank
+from dialogue_gym.users.seller import Listing, SellerUser
+from dialogue_gym.users.wording import add_style
+
+GREETING = "Hi! Is this still available?"
+ASK_CONDITION = "Hi! Is it still available, and what condition is it in?"
+APARTMENT = Listing(
+    id="T-apt",
+    category="housing",
+    title="sunny one-bedroom apartment near the park",
+    price=1400.0,
+    buyer_target=980.0,
+    bottom_quantile=0.5,
+    highlight="Heat and water are included.",
+    flaw="some street noise at night",
+    unit=" a month",
+)
+PHONE = Listing(
+    id="T-phone",
+    category="phones",
+    title="iPhone 12, 128GB, unlocked",
+    price=400.0,
+    buyer_target=280.0,
+    bottom_quantile=0.5,
+    highlight="It works on any carrier.",
+    flaw="a missing original box",
+)
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_card("cb")
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return make_encoder("minilm")
+
+
+@pytest.fixture(scope="module")
+def make_seller(card, encoder):
+    def factory(listing=APARTMENT, concerns=(("market", 0.9),), preset="hard", seed=0):
+        persona = dataclasses.replace(persona_bank(card)[0], concerns=concerns)
+        seller = SellerUser(card, encoder, preset=preset, personas=(persona,), listings=(listing,))
+        seller.reset(np.random.default_rng(seed))
+        return seller
+
+    return factory
+
+
+def _filled(lines, listing):
+    return [line.replace("{flaw}", listing.flaw).lower() for line in lines]
+
+
+def test_a_reason_given_no_weight_is_set_aside_and_what_matters_shows(card, make_seller):
+    """The seller cares about comparable listings only; the buyer argues the noise it
+    disclosed. Before, it answered "Fair enough, it's not in perfect shape." and did not move:
+    the buyer kept arguing the noise (round 9, seeds 80, 81, 84, 86)."""
+    noise = (
+        "Thanks for being upfront. The street noise at night is a real drawback for a light "
+        "sleeper like me. Would you take $1,250 a month?"
+    )
+    for seed in range(4):
+        seller = make_seller(seed=seed)
+        seller.respond(ASK_CONDITION)  # "... To be fair, it does have some street noise at night."
+        assert seller.voiced_now == ["condition"]
+        turn = seller.respond(noise)
+        assert "dismissed:condition" in turn.events, turn.events
+        assert not any(e.startswith("addressed:") for e in turn.events)
+        acks = card.concern("condition").ack_partial + card.concern("condition").ack_resolved
+        assert not any(ack in turn.text for ack in acks), turn.text
+        dismissals = _filled(card.extra["seller"]["replies"]["dismiss_condition"], APARTMENT)
+        assert any(d in turn.text.lower() for d in dismissals), turn.text
+        # What matters to this seller (the market) shows through, once.
+        assert "market" in seller.voiced_now
+        voiced = _filled(card.concern("market").voice, APARTMENT)
+        assert any(v in turn.text.lower() for v in voiced), turn.text
+
+
+def test_the_reason_that_matters_moves_the_seller_after_the_hint(make_seller):
+    """A buyer who takes up what the seller let show gets further than one who keeps arguing
+    the reason set aside."""
+    listening, deaf = make_seller(), make_seller()
+    for seller in (listening, deaf):
+        seller.respond(ASK_CONDITION)
+        turn = seller.respond("Given the noise at night, would you take $1,250 a month?")
+        assert "dismissed:condition" in turn.events and "market" in seller.voiced_now
+    listening.respond(
+        "Similar one-bedrooms around here are renting for less. Would you take $1,250 a month?"
+    )
+    deaf.respond("The noise is really a problem for me. Would you take $1,250 a month?")
+    assert listening.ask < deaf.ask - 1.0
+
+
+def test_a_fresh_reason_beside_a_spent_one_takes_the_credit(make_seller):
+    """Round 9, seed 85: "That covers the fix for the leg, and you'd have it out of the way
+    today" after a quick pickup was credited went to the spent pickup and earned nothing."""
+    seller = make_seller(listing=PHONE, concerns=(("condition", 0.9), ("convenience", 0.7)), seed=1)
+    seller.respond(GREETING)
+    seller.arguments["convenience"].progress = seller.arguments["convenience"].needed
+    seller.arguments["convenience"].voiced = True
+    ask = seller.ask
+    turn = seller.respond(
+        "I can pick it up today with cash. Without the box and with a worn battery, it's worth "
+        "less to me. Would you take $330?"
+    )
+    assert "addressed:condition" in turn.events, turn.events
+    assert seller.ask < ask
+
+
+@pytest.mark.parametrize(
+    "offer",
+    ["How about $1,325 a month?", "Would $950 a month work?", "Could you do $1,600 a month?"],
+)
+def test_a_bare_offer_per_month_is_no_budget_reason(make_seller, offer):
+    seller = make_seller(concerns=(("budget", 0.9),))
+    seller.respond(GREETING)
+    # Not an answer to "What are you looking to spend?": that question, asked, reads a bare
+    # number as the buyer's answer.
+    seller.voiced_now = []
+    turn = seller.respond(offer)
+    assert not any(e.endswith(":budget") for e in turn.events), turn.events
+    assert "bare" in turn.events
+
+
+def test_a_question_about_the_item_beside_an_offer_is_answered(card, make_seller):
+    """Round 9, seeds 82, 86, 88: battery health, utilities and specs asked beside an offer
+    were passed over."""
+    asides = card.extra["seller"]["replies"]
+    for listing, key, offer in (
+        (PHONE, "inquiry_aside", "$350"),
+        (APARTMENT, "inquiry_aside_housing", "$1,250 a month"),
+    ):
+        seller = make_seller(listing=listing)
+        seller.respond(GREETING)
+        turn = seller.respond(f"What's included with it? Would you take {offer}?")
+        assert any(line in turn.text for line in asides[key]), turn.text
+        # A question about the deal is no question about the item.
+        plain = make_seller(listing=listing, seed=3)
+        plain.respond(GREETING)
+        turn = plain.respond(f"I could do {offer}. Would that work for you?")
+        assert not any(
+            line in turn.text for line in asides["inquiry_aside"] + asides["inquiry_aside_housing"]
+        )
+
+
+def test_a_rental_is_not_a_sale(make_seller):
+    unfit = re.compile(r"\b(sale|sold|sell|great one|pick it up)\b", re.I)
+    said = 0
+    for seed in range(8):
+        seller = make_seller(concerns=(("convenience", 0.9),), seed=seed)
+        for text in (
+            GREETING,
+            "I can sign the lease this week. Would you take $1,200 a month?",
+            "I can move in right away. $1,250 a month?",
+            "Would you take $1,300 a month?",
+        ):
+            reply = seller.respond(text).text
+            said += 1
+            assert not unfit.search(reply), reply
+    assert said == 32
+
+
+def test_a_styled_reply_reads_as_one_sentence_not_fragments(card):
+    chatty = next(s for s in card.styles if s.id == "chatty")
+    formal = next(s for s in card.styles if s.id == "formal")
+
+    def pick_first(options):
+        return lambda key, opts: next((o for o in opts if o in options), "")
+
+    class Always:
+        def random(self):
+            return 0.0
+
+    text = add_style(
+        "True, it's not brand new.", chatty, pick_first({"Okay, so "}), Always(), asked=False
+    )
+    assert text.startswith("Okay, so true, it's not brand new."), text
+    # An opener and a closer that say the same thing: the closer is left out.
+    text = add_style(
+        "No real problems.",
+        formal,
+        pick_first({"Thank you for your message. ", " Thank you."}),
+        Always(),  # type: ignore[arg-type]
+        asked=True,
+    )
+    assert text.count("Thank you") == 1, text

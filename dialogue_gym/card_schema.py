@@ -388,8 +388,8 @@ def check_extra_sections(data: Mapping[str, Any]) -> None:
 
     ``[presets.<name>]`` and ``[seller.presets.<name>]`` values are finite numbers (or
     booleans, or lists of numbers; their names are checked by the user model), ``[listings]``
-    holds a bounded, seeded bank of priced items, ``[seller.mind]`` texts and
-    ``[seller.replies]`` lists of texts.
+    holds a bounded, seeded bank of priced items, ``[seller.mind]`` texts,
+    ``[seller.replies]`` lists of texts and ``[seller.unfit]`` lists of regexes.
 
     Raises:
         CardError: Naming the offending field.
@@ -408,6 +408,10 @@ def check_extra_sections(data: Mapping[str, Any]) -> None:
             replies = table(seller, "replies", "seller")
             for key in replies:
                 texts(replies, key, "seller.replies")
+        if "unfit" in seller:
+            unfit = table(seller, "unfit", "seller")
+            for key in unfit:
+                patterns(unfit, key, "seller.unfit")
     if "listings" in data:
         listings = table(data, "listings", "")
         integer(listings, "count", "listings", 1, MAX_PERSONAS, default=240)

@@ -69,6 +69,13 @@ _CITED_BEFORE = re.compile(
     r"comparable|same (?:model|one|bike|phone|thing)|valued at|appraised)\b[^$\d]*$",
     re.IGNORECASE,
 )
+# "I was hoping for something closer to $1,150": a proposal in the past tense, not a price
+# that "was" (cited).
+_PROPOSED_BEFORE = re.compile(
+    r"\b(?:i|we) (?:was|were) (?:hoping|thinking|wondering|looking|aiming|planning)\b"
+    r"(?:(?!\b(?:paid|cost|retail|listed|sold|asking)\b).)*$",
+    re.IGNORECASE,
+)
 _CITED_NEAR = re.compile(
     r"\b(?:instead of|rather than|down from|up from|from|not|i said|i offered|you offered)"
     r"\s*(?:\w+\s+)?$",
@@ -171,6 +178,12 @@ def _role(text: str, mention: PriceMention, is_last: bool, next_start: int | Non
             return "clarified"
         if context.is_restated(before):
             return "restated"
+    if (
+        mention.kind == "amount"
+        and _PROPOSED_BEFORE.search(before)
+        and not _CITED_AFTER.match(after)
+    ):
+        return "offer"
     if _CITED_BEFORE.search(before) or _CITED_NEAR.search(before) or _CITED_AFTER.match(after):
         return "cited"
     return "offer"

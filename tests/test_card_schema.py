@@ -187,6 +187,8 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "seller.mind.*": ("cb", BAD_STR),
     "seller.replies": ("cb", BAD_TABLE),
     "seller.replies.*": ("cb", BAD_TEXTS_NONEMPTY),
+    "seller.unfit": ("cb", BAD_TABLE),
+    "seller.unfit.*": ("cb", BAD_REGEXES),
     "catalog": ("p4g", BAD_TABLE),
     "catalog.soft": ("p4g", [*BAD_STR, "", "  "]),
     "catalog.hard": ("p4g", [*BAD_STR, "", "  "]),
@@ -222,6 +224,7 @@ _WILDCARDS = (
     "seller.presets",
     "seller.mind",
     "seller.replies",
+    "seller.unfit",
     "corpus.label_aliases",
     "llm.stance_meanings",
 )

@@ -112,20 +112,31 @@ def test_the_reason_that_matters_moves_the_seller_after_the_hint(make_seller):
     assert listening.ask < deaf.ask - 1.0
 
 
-def test_a_fresh_reason_beside_a_spent_one_takes_the_credit(make_seller):
+def test_a_reason_the_seller_raised_beside_a_spent_one_takes_the_credit(make_seller):
     """Round 9, seed 85: "That covers the fix for the leg, and you'd have it out of the way
-    today" after a quick pickup was credited went to the spent pickup and earned nothing."""
-    seller = make_seller(listing=PHONE, concerns=(("condition", 0.9), ("convenience", 0.7)), seed=1)
-    seller.respond(GREETING)
-    seller.arguments["convenience"].progress = seller.arguments["convenience"].needed
-    seller.arguments["convenience"].voiced = True
-    ask = seller.ask
-    turn = seller.respond(
+    today" after a quick pickup was credited went to the spent pickup and earned nothing,
+    though the seller had disclosed the leg. Beside a reason nobody raised, a spent one still
+    earns nothing (a rotating adversary gains nothing from it)."""
+    turn_text = (
         "I can pick it up today with cash. Without the box and with a worn battery, it's worth "
         "less to me. Would you take $330?"
     )
-    assert "addressed:condition" in turn.events, turn.events
-    assert seller.ask < ask
+    for disclosed in (True, False):
+        seller = make_seller(
+            listing=PHONE, concerns=(("condition", 0.9), ("convenience", 0.7)), seed=1
+        )
+        seller.respond(GREETING)
+        seller.arguments["convenience"].progress = seller.arguments["convenience"].needed
+        seller.arguments["convenience"].voiced = True
+        seller.arguments["condition"].voiced = disclosed
+        ask = seller.ask
+        turn = seller.respond(turn_text)
+        if disclosed:
+            assert "addressed:condition" in turn.events, turn.events
+            assert seller.ask < ask
+        else:
+            assert "exhausted:convenience" in turn.events, turn.events
+            assert not any(e.startswith("addressed:") for e in turn.events)
 
 
 @pytest.mark.parametrize(

@@ -51,11 +51,12 @@ from typing import Any
 
 import numpy as np
 
+from dialogue_gym.card_schema import patterns
 from dialogue_gym.cards import CardError, TaskCard
+from dialogue_gym.cue_search import any_cue
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import format_price, offer_in
-from dialogue_gym.safe_regex import UnsafeRegexError, compile_safe
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
@@ -110,12 +111,7 @@ _REQUIRED_SELLER_REPLIES = ("opening", "haggled", "cave", "walk_away", "after_wa
 _REQUIRED_SELLER_MIND = ("belief_start", "belief_bad_faith", "desire_end", "intention_walk")
 
 
-def _compile_card_regex(pattern: object, where: str) -> re.Pattern[str]:
-    """A card's regex, compiled case-insensitively (a clear error on a bad one)."""
-    try:
-        return compile_safe(str(pattern), re.IGNORECASE)
-    except (re.error, UnsafeRegexError) as exc:
-        raise CardError(f"{where}: {exc}") from exc
+_SURPRISED = re.compile(r"\b(didn'?t|did not) (realize|know)\b", re.I)
 
 
 class SellerUser(SellerDynamics):
@@ -156,9 +152,9 @@ class SellerUser(SellerDynamics):
         missing = set(_REQUIRED_SELLER_MIND) - set(self._mind)
         if missing:
             raise CardError(f"card {card.id!r}: seller.mind is missing {sorted(missing)}")
+        unfit = seller.get("unfit", {})
         self._unfit_by_category = {
-            str(category): _compile_card_regex(pattern, f"card {card.id!r}: seller.unfit")
-            for category, pattern in seller.get("unfit", {}).items()
+            str(category): patterns(unfit, category, "seller.unfit") for category in unfit
         }
         self.card = card
         self.preset = preset
@@ -174,7 +170,7 @@ class SellerUser(SellerDynamics):
 
     def _begin(self, persona: Persona, listing: Listing) -> None:
         self.listing = listing
-        self._unfit = self._unfit_by_category.get(listing.category)
+        self._unfit = self._unfit_by_category.get(listing.category, ())
         self.base_persona = persona
         self.style = self.card.style(persona.style)
         low, high = self.preset.floor_range
@@ -290,9 +286,7 @@ class SellerUser(SellerDynamics):
     def _pick(self, key: str, options: tuple[str, ...]) -> str:
         # The same options for a key all episode (the listing does not change), so the
         # indices pick_unused remembers stay those of one list.
-        unfit = self._unfit
-        if unfit is not None:
-            options = tuple(o for o in options if not unfit.search(o)) or options
+        options = tuple(o for o in options if not any_cue(self._unfit, o)) or options
         return pick_unused(self._rng, self.used, key, options)
 
     def _voice(self, cid: str) -> str:
@@ -300,11 +294,15 @@ class SellerUser(SellerDynamics):
         self.voiced_now.append(cid)
         return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
 
-    def _top_concern(self) -> str | None:
-        """The persona's strongest concern the buyer has not pressed and the seller not voiced."""
+    def _top_concern(self, voiced_too: bool = False) -> str | None:
+        """The persona's strongest concern the buyer has not pressed and the seller not voiced.
+
+        With ``voiced_too``, one the seller has voiced counts as well (it says it again, in
+        other words, when the buyer argued something else).
+        """
         for cid, _ in self.base_persona.concerns:
             arg = self.arguments.get(cid)
-            if arg is not None and arg.progress == 0 and not arg.voiced:
+            if arg is not None and arg.progress == 0 and (voiced_too or not arg.voiced):
                 return cid
         return None
 
@@ -372,14 +370,20 @@ class SellerUser(SellerDynamics):
             concern = self.card.concern(cid)
             done = self.arguments[cid].status == RESOLVED
             options = concern.ack_resolved if done else concern.ack_partial
-            parts.append(self._fill(self._pick(f"ack:{cid}:{done}", options), step))
+            key = f"ack:{cid}:{done}"
+            if self.arguments[cid].voiced:
+                # No surprise at a point the seller raised itself ("I didn't realize others
+                # were listed that low" after "Prices on these have come down lately").
+                options = tuple(o for o in options if not _SURPRISED.search(o)) or options
+                key += ":voiced"  # another list, so its own memory of what was said
+            parts.append(self._fill(self._pick(key, options), step))
             parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))
         elif kind == "dismissed":
             # The reason is set aside, and what does matter to this seller shows through,
             # as a real seller's does: a listening buyer can take it up.
             if self._options(f"dismiss_{step.dismissed}"):
                 parts.append(self._reply(f"dismiss_{step.dismissed}", step))
-            matters = self._top_concern()
+            matters = self._top_concern(voiced_too=True)
             if matters is not None:
                 parts.append(self._fill(self._voice(matters), step))
             parts.append(self._reply("positive" if step.stance == "positive" else "neutral", step))

@@ -294,8 +294,11 @@ class SellerDynamics:
             or accept
             or any(self._cue(name, text) for name in ("haggle", "reject", "split"))
         )
-        # A question about the item is an inquiry, not an argument ("any scratches?").
-        inquiry = p.question and not bargaining
+        # A question about the item is an inquiry, not an argument ("any scratches?"), unless
+        # a sentence of it states a reason ("At 82% the battery needs replacing soon. Does it
+        # come with a charger?").
+        states_reason = p.meaning is not None and bool(p.meaning.leading & set(self.arguments))
+        inquiry = p.question and not bargaining and not states_reason
         # Arguments: the turn's one credited argument takes a share of the gap to the bottom line.
         gain = 0.0
         if not (repetition or inquiry):
@@ -494,16 +497,23 @@ class SellerDynamics:
         if len(touched) >= 2:
             self.mood = max(-1.0, self.mood - preset.stuffing_mood)
             events.append("multi_topic")
-        # A reason the seller has already given all it will for is heard, but the turn's
-        # credit goes to a fresh reason it also makes ("That covers the fix for the leg, and
-        # you'd have it gone today" after a quick pickup was credited): only a turn with
-        # nothing fresh re-argues a spent reason (and earns nothing).
-        fresh = [
-            cid for cid in touched if self.arguments[cid].progress < self.arguments[cid].needed
-        ]
-        touched = fresh or touched
+        chosen = self._best(touched, scores)
+        # A turn that re-argues a spent reason beside one the seller itself brought up is
+        # heard for the latter ("That covers the fix for the leg, and you'd have it gone
+        # today" after a quick pickup was credited, the leg disclosed): the buyer took up what
+        # the seller said. Beside a reason nobody raised, a spent one still earns nothing.
+        if self._spent(chosen):
+            taken_up = [c for c in touched if self.arguments[c].voiced and not self._spent(c)]
+            chosen = self._best(taken_up, scores) if taken_up else chosen
+        return chosen
+
+    def _spent(self, cid: str) -> bool:
+        return self.arguments[cid].progress >= self.arguments[cid].needed
+
+    def _best(self, touched: list[str], scores: dict[str, float]) -> str:
+        """The best-scoring of ``touched`` (near-ties: the persona's strongest concern)."""
         top = max(scores[cid] for cid in touched)
-        tied = [cid for cid in touched if scores[cid] >= top - preset.tie_margin]
+        tied = [cid for cid in touched if scores[cid] >= top - self.preset.tie_margin]
         # max() keeps the first of equals: the card's concern order breaks exact ties.
         return max(tied, key=lambda cid: (self.arguments[cid].strength, scores[cid]))
 

@@ -54,8 +54,8 @@ class SellerPreset:
             turn: the best (after tie-breaking), with its share of the turn's one unit of
             credit when the turn touches several (split in proportion to their scores; about
             ``1/k`` for ``k`` arguments argued alike). An argument the seller has given all
-            it will for (exhausted) yields to another the turn touches; a turn touching only
-            exhausted ones earns nothing.
+            it will for (exhausted) yields to one the seller itself brought up that the turn
+            also touches; otherwise the turn earns nothing.
         stuffing_mood: Mood lost by a turn that touches two or more arguments at once
             (multi-topic stuffing; event ``multi_topic``). Small on purpose: the turn's
             real cost is that its credit is split.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dialogue_gym
+from dialogue_gym.cards import load_card
 from dialogue_gym.evaluation import evaluate
 from dialogue_gym.users.wording import _RESERVATION
 
@@ -490,3 +492,31 @@ def test_a_yes_ends_without_a_hedge() -> None:
         last = [t["text"] for t in record["transcript"] if t["role"] == "user"][-1].lower()
         assert not any(last.endswith(c) for c in closers), last
     assert agreed >= 10, agreed
+
+
+@pytest.mark.parametrize("card_id", ["p4g", "merchant", "courier"])
+def test_a_no_after_half_an_answer_can_say_what_is_missing_more_than_once(card_id):
+    """Every worry has two reactions that say what an answer left open ("Maybe, but I'd still
+    be the one stuck with the admin."): with one, the second no after a partial answer came as
+    "Hm, that sounds easier than last time. Maybe. But we'll sit this one out." — a refusal
+    that named nothing to answer (blind play round 10, Merchant seed 94)."""
+    card = load_card(card_id)
+    for concern in card.concerns:
+        if concern.voice:
+            held_back = [line for line in concern.ack_partial if _RESERVATION.search(line)]
+            assert len(held_back) >= 2, (card_id, concern.id, held_back)
+
+
+def test_a_setup_answer_that_the_crew_has_nothing_to_learn_is_one_answer():
+    """Blind play round 10, Merchant seed 94: "I do it myself in about five minutes ... Orders
+    then arrive on your usual tablet ..., so nobody on your team has anything new to learn."
+    answered the owner's setup worry, but its second sentence read as staff training and took
+    half the credit (the card: setup_effort is answered with staff_training's facts)."""
+    path = Path(__file__).parents[1] / "benchmarks/data/blind_play/v10/Merchant-hard/seed94.txt"
+    turns = [line for line in path.read_text().splitlines() if line.strip()]
+    env = dialogue_gym.make("Merchant-hard")
+    env.reset(seed=94)
+    for turn in turns[:2]:
+        env.step({"system": turn})
+    setup = env.unwrapped.user.privileged()["concerns"]["setup_effort"]
+    assert setup["status"] == "resolved", setup

@@ -520,3 +520,33 @@ def test_a_setup_answer_that_the_crew_has_nothing_to_learn_is_one_answer():
         env.step({"system": turn})
     setup = env.unwrapped.user.privileged()["concerns"]["setup_effort"]
     assert setup["status"] == "resolved", setup
+
+
+def _replay_round10(env_id: str, seed: int, turns: int) -> tuple[Any, list[str]]:
+    path = Path(__file__).parents[1] / f"benchmarks/data/blind_play/v10/{env_id}/seed{seed}.txt"
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    env = dialogue_gym.make(env_id)
+    env.reset(seed=seed)
+    replies = []
+    for turn in lines[:turns]:
+        env.step({"system": turn})
+        replies.append(env.history[-1][1])
+    return env, replies
+
+
+def test_asked_what_still_bothers_it_the_user_names_its_open_worry():
+    """Blind play round 10, P4G seed 90: every worry raised, trust answered in part ("That
+    sounds more solid than I expected. Not fully sold though."), the player asked "Is there
+    anything specific still bothering you ...?" and got "Kind of, yeah. I've given here and
+    there, nothing regular." The user now says what is still open."""
+    env, replies = _replay_round10("P4G-hard", 90, 6)
+    trust = env.unwrapped.card.concern("trust")
+    assert any(line in replies[-1] for line in trust.ack_partial + trust.voice), replies[-1]
+
+
+def test_you_too_after_a_goodbye_is_a_goodbye():
+    """Blind play round 10, P4G seed 91: "You too!" to "Thanks. Have a good one." got "Huh?
+    You lost me there. No offense." (read as off topic)."""
+    env, replies = _replay_round10("P4G-hard", 91, 8)
+    off_topic = env.unwrapped.card.replies["offtopic"]
+    assert not any(line in replies[-1] for line in off_topic), replies[-1]

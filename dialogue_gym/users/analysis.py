@@ -422,7 +422,10 @@ class UtteranceAnalyzer:
         pressure = self._cue("pressure", cues)
         lexical = ask or greeting or pressure
         # On-topic means close to the task's domain sentences or to any concern prototype.
-        off_topic = float(sims.max()) < self.off_topic_threshold and not lexical
+        # ... or a goodbye: "You too!" is far from every task sentence and still an answer
+        # (to "Have a good one"), not a non sequitur (blind play round 10, P4G seed 91).
+        farewell = read is not None and "farewell" in read.leading
+        off_topic = float(sims.max()) < self.off_topic_threshold and not (lexical or farewell)
         words = len(re.findall(r"\w+", view))
         return Perception(
             embedding,

@@ -270,23 +270,31 @@ class TemplateWording:
             elif p.greeting and exchange <= 1 and not parts and not self._pitched(p):
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
-                if self._top_concern(unvoiced_only=True) is not None:
-                    top = self._top_concern()
-                    state = self.tracker.states[top] if top is not None else None
-                    if (
-                        top is not None
-                        and state is not None
-                        and state.voiced
-                        and state.progress > 1e-9
-                    ):
-                        # Asked what's on its mind while its worry is answered in part, the
-                        # user says what is still missing ("I want to believe that. It's
-                        # hard, but maybe."), not "There's something I should mention
-                        # first." before a reaction to an answer.
-                        parts.append(self._voice(top, reservation=True))
-                        keys.append("partial")
-                    else:
-                        say("inquiry_concern")
+                top = self._top_concern()
+                state = self.tracker.states[top] if top is not None else None
+                unvoiced = self._top_concern(unvoiced_only=True) is not None
+                # Asked what holds it back, with every worry raised already, the user says
+                # which one still does, not "Kind of, yeah. I've given here and there." (blind
+                # play round 10, P4G seed 90).
+                probed = p.meaning is not None and "probe" in p.meaning.leading
+                if (
+                    top is not None
+                    and state is not None
+                    and state.voiced
+                    and state.progress > 1e-9
+                    and (unvoiced or probed)
+                ):
+                    # Asked what's on its mind while its worry is answered in part, the
+                    # user says what is still missing ("I want to believe that. It's
+                    # hard, but maybe."), not "There's something I should mention
+                    # first." before a reaction to an answer.
+                    parts.append(self._voice(top, reservation=True))
+                    keys.append("partial")
+                elif unvoiced:
+                    say("inquiry_concern")
+                elif top is not None and probed and self.card.concern(top).voice:
+                    parts.append(self._voice(top))  # the worry again, in other words
+                    keys.append("voice")
                 else:
                     say("greeting" if p.greeting and exchange <= 1 else "inquiry_open")
             elif p.greeting and not parts:

@@ -15,46 +15,28 @@ import re
 
 import numpy as np
 import pytest
+import test_seller_reading as reading
 
-from dialogue_gym.cards import load_card
-from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import Listing, SellerUser
+from dialogue_gym.users.seller import SellerUser
 from dialogue_gym.users.wording import add_style
 
 GREETING = "Hi! Is this still available?"
 ASK_CONDITION = "Hi! Is it still available, and what condition is it in?"
-APARTMENT = Listing(
-    id="T-apt",
-    category="housing",
-    title="sunny one-bedroom apartment near the park",
-    price=1400.0,
-    buyer_target=980.0,
-    bottom_quantile=0.5,
-    highlight="Heat and water are included.",
-    flaw="some street noise at night",
-    unit=" a month",
-)
-PHONE = Listing(
+# The CB card and the MiniLM encoder: test_seller_reading's module fixtures.
+card = reading.card
+encoder = reading.encoder
+APARTMENT = dataclasses.replace(reading.APARTMENT, flaw="some street noise at night")
+PHONE = dataclasses.replace(
+    reading.BIKE,
     id="T-phone",
     category="phones",
     title="iPhone 12, 128GB, unlocked",
     price=400.0,
     buyer_target=280.0,
-    bottom_quantile=0.5,
     highlight="It works on any carrier.",
     flaw="a missing original box",
 )
-
-
-@pytest.fixture(scope="module")
-def card():
-    return load_card("cb")
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return make_encoder("minilm")
 
 
 @pytest.fixture(scope="module")

@@ -550,3 +550,55 @@ def test_you_too_after_a_goodbye_is_a_goodbye():
     env, replies = _replay_round10("P4G-hard", 91, 8)
     off_topic = env.unwrapped.card.replies["offtopic"]
     assert not any(line in replies[-1] for line in off_topic), replies[-1]
+
+
+def test_a_no_never_carries_a_warm_reaction_to_a_half_answered_worry():
+    """A no that voices a worry answered in part says what the answer left open, and once the
+    reactions that do are spent, the worry itself — never a warm reaction inside the no
+    ("Maybe, but it won't fix what's actually wrong. Huh. That's something I could maybe
+    do.", ESConv-hard seed 83 in the reward-alignment benchmark's user seat)."""
+    env = dialogue_gym.make("ESConv-hard")
+    env.reset(seed=83)
+    wording = env.unwrapped.user.wording
+    cid = next(iter(wording.tracker.states))
+    state = wording.tracker.states[cid]
+    state.voiced, state.progress = True, 0.5
+    concern = wording.card.concern(cid)
+    said = [wording._voice(cid, reservation=True) for _ in range(len(concern.ack_partial) + 2)]
+    for line in said:
+        warm = line in concern.ack_partial and not _RESERVATION.search(line)
+        assert not warm, (cid, said)
+    assert any(line in concern.voice for line in said), (cid, said)
+
+
+@pytest.mark.parametrize(
+    "env_id", ["P4G-hard", "ESConv-hard", "Merchant-hard", "Courier-hard", "ED-hard"]
+)
+def test_a_user_seat_saying_the_simulators_words_leaves_the_same_worries(env_id):
+    """The user seat external (``observe``) and the simulator's own reply (``respond``) move
+    the worries alike when the external reply is the simulator's: the worry the last reply
+    raised is under discussion in both. ``observe`` kept the focus of an earlier turn, so an
+    answer to the worry just raised counted for less (the reward-alignment benchmark's user
+    seat, ESConv-hard seed 83: a refusal once resolved in the simulator's eyes was unresolved
+    in the env's)."""
+    from dialogue_gym.agents import make_agent
+    from dialogue_gym.testing.user_policies import twin
+
+    card = dialogue_gym.make(env_id).unwrapped.card
+    for seed in range(3):
+        embedded = dialogue_gym.make(env_id)
+        seat = dialogue_gym.make(
+            env_id, external=("user",), system_policy=make_agent("scripted", card=card)
+        )
+        embedded.reset(seed=seed)
+        seat.reset(seed=seed)
+        while seat.agents:
+            system_text = seat.unwrapped.history[-1][1]
+            own = twin(seat.unwrapped.user).respond(system_text).text
+            seat.step({"user": own})
+            embedded.step({"system": system_text})
+            inner = embedded.unwrapped.user.privileged()["concerns"]
+            outer = seat.unwrapped.user.privileged()["concerns"]
+            assert {c: v["progress"] for c, v in inner.items()} == pytest.approx(
+                {c: v["progress"] for c, v in outer.items()}
+            ), (seed, seat.unwrapped.history)

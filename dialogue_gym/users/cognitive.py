@@ -390,6 +390,9 @@ class CognitiveUser:
         once nothing blocks, is not).
         """
         self.exchange += 1
+        # As for a reply of its own: the worries the last reply raised (heard in the external
+        # text) are under discussion, so an answer to them is read as one.
+        self.tracker.next_reply()
         p, events, _, reasoned = self._perceive(system_text)
         hurt = any(e == "pressure" or e.startswith("anti:") for e in events)
         # The rational reference is a counterfactual: what a rational user with this persona

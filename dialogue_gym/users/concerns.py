@@ -14,6 +14,7 @@ cues), or by the sentence-level meaning reader's probability
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
@@ -502,6 +503,9 @@ class ConcernTracker:
         """
         held = [cid for cid in self.states if self.card.concern(cid).voice]
         sentences = [t for t in re.split(r"(?<=[.!?])\s+", user_text) if re.search(r"\w", t)]
+        # Voice lines of two sentences ("What's the actual return? Nobody ever shows me real
+        # numbers.") are matched by pairs of sentences as well.
+        sentences += [f"{a} {b}" for a, b in itertools.pairwise(sentences)]
         if not held or not sentences:
             return
         lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
@@ -514,6 +518,8 @@ class ConcernTracker:
             if float(sims[:, column].max()) >= VOICE_MATCH:
                 self.states[cid].voiced = True
                 self.disclosed = True
+                if cid not in self.voiced_now:
+                    self.voiced_now.append(cid)  # under discussion at the next turn
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Every concern's status, credit, need, strength and voicing (privileged views)."""

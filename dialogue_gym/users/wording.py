@@ -200,7 +200,10 @@ class TemplateWording:
             if "{concern_voice}" in template and concern:
                 if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
                     events.append(f"probed:{concern}")  # an open question drew it out
-                voice = self._voice(concern)
+                # Inside a no, a worry answered in part is what the answer left open ("No.
+                # Maybe, but I'd still be the one stuck with the admin."), never a warm
+                # reaction that contradicts the no ("... Huh. That's something I could do.").
+                voice = self._voice(concern, reservation=key in _TURNS_AWAY)
                 if re.search(r",\s*\{concern_voice\}", template) and not re.match(r"I\b", voice):
                     voice = voice[:1].lower() + voice[1:]  # "Since you ask, after your cut ..."
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
@@ -359,6 +362,14 @@ class TemplateWording:
         """
         concern = self.card.concern(cid)
         answered = self.tracker.voice(cid) and concern.ack_partial
+        if answered and reservation:
+            held_back = [
+                line
+                for i, line in enumerate(concern.ack_partial)
+                if f"partial:{cid}:{i}" not in self.used and _RESERVATION.search(line)
+            ]
+            if not held_back:  # the worry itself, never a warm reaction inside a no
+                return self._pick(f"voice:{cid}", concern.voice)
         if answered:
             keep = _RESERVATION.search if reservation else None
             return self._react(cid, f"partial:{cid}", concern.ack_partial, keep)
@@ -525,5 +536,9 @@ class TemplateWording:
         else:
             key = "inquiry_open" if p.question else "neutral"
         template = self._pick(key, self.card.replies[key])
-        voice = self._voice(top) if "{concern_voice}" in template and top is not None else ""
+        voice = (
+            self._voice(top, reservation=key in _TURNS_AWAY)
+            if "{concern_voice}" in template and top is not None
+            else ""
+        )
         return self._keep_stance(self._fill(template.replace("{concern_voice}", voice)), key)

@@ -522,10 +522,12 @@ def test_a_setup_answer_that_the_crew_has_nothing_to_learn_is_one_answer():
     assert setup["status"] == "resolved", setup
 
 
-def _replay_round10(env_id: str, seed: int, turns: int) -> tuple[Any, list[str]]:
-    path = Path(__file__).parents[1] / f"benchmarks/data/blind_play/v10/{env_id}/seed{seed}.txt"
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
-    env = dialogue_gym.make(env_id)
+def _replay_round10(
+    env_id: str, seed: int, turns: int, round_dir: str = "v10"
+) -> tuple[Any, list[str]]:
+    folder = Path(__file__).parents[1] / "benchmarks/data/blind_play" / round_dir / env_id
+    lines = [line for line in (folder / f"seed{seed}.txt").read_text().splitlines() if line]
+    env = dialogue_gym.make(env_id, privileged=True)
     env.reset(seed=seed)
     replies = []
     for turn in lines[:turns]:
@@ -602,3 +604,21 @@ def test_a_user_seat_saying_the_simulators_words_leaves_the_same_worries(env_id)
             assert {c: v["progress"] for c, v in inner.items()} == pytest.approx(
                 {c: v["progress"] for c, v in outer.items()}
             ), (seed, seat.unwrapped.history)
+
+
+def test_an_ask_after_answering_the_users_own_question_is_no_pressure():
+    """Blind play round 11, P4G seed 102: "But no, thanks. Can I choose how much?" — the
+    player answered, then asked once, and got "Wow, that's pretty pushy. No." The user asked
+    the question: the conversation went on at its own bidding."""
+    env, replies = _replay_round10("P4G-hard", 102, 5, "v11")
+    pushback = [line.lower() for line in env.unwrapped.card.replies["pushback"]]
+    assert not any(line in replies[-1].lower() for line in pushback), replies[-1]
+
+
+def test_taking_ones_time_does_not_draw_out_a_dislike_of_being_pushed():
+    """Blind play round 11, P4G seed 104: "Take your time. ... Is there anything I can answer
+    while you think?" got "I don't like feeling pushed into giving money." The worry a
+    question draws out is never the dislike of being pushed unless the turn pushed."""
+    env, replies = _replay_round10("P4G-hard", 104, 4, "v11")
+    pressure = env.unwrapped.card.concern("pressure")
+    assert not any(line in replies[-1] for line in pressure.voice), replies[-1]

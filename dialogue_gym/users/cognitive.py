@@ -116,6 +116,7 @@ class CognitiveUser:
         self.rapport_turns = 0
         self.asks = 0
         self.refused_ask = False  # the user said no to an ask, and no reason came since
+        self.asked_back = False  # the user's last reply asked the system something
         self.exchange = 0
         self.decision = "neutral"
         self.past_embeddings: list[np.ndarray] = []
@@ -246,7 +247,11 @@ class CognitiveUser:
         # me a sec.") and waits to be asked, not dropped. In the same turn as the ask it does
         # not count (the ask was already pressure above, and its credit taken back).
         backed_off = "addressed:pressure" in events
-        if new_reason or backed_off:
+        # The user asked something after its no ("But no, thanks. Can I choose how much?")
+        # and the turn answers it: the conversation went on at the user's own bidding, so
+        # the next ask is fair (blind play round 11, P4G seed 102: "Wow, that's pretty pushy.").
+        answered_back = self.asked_back and not p.ask
+        if new_reason or backed_off or answered_back:
             self.refused_ask = False  # a reason since the no: asking again is fair
         if not p.ask and not reasoned and self._says_goodbye(p):
             events.append("farewell")
@@ -369,6 +374,7 @@ class CognitiveUser:
         if justified:
             self.rational_decision = stance  # an unreasoned concession is not the rational path
         text = self.wording.reply(p, events, stance, repetition, self.exchange, self.asks)
+        self.asked_back = "?" in text
         events += [f"voiced:{cid}" for cid in dict.fromkeys(self.tracker.voiced_now)]
         resolved = self.tracker.resolved() - before
         events += [f"resolved:{cid}" for cid in self.concerns if cid in resolved]
@@ -409,6 +415,7 @@ class CognitiveUser:
         if rational == "neutral" and not reasoned and self._blocking():
             reference = "refused"
         self.tracker.hear_voiced(user_text, self.analyzer.encoder)
+        self.asked_back = "?" in user_text
         stated = _stated_stance(user_text, self.card)
         self.decision = stated
         if re.search(r"\w", user_text):

@@ -613,12 +613,3 @@ def test_an_ask_after_answering_the_users_own_question_is_no_pressure():
     env, replies = _replay_round10("P4G-hard", 102, 5, "v11")
     pushback = [line.lower() for line in env.unwrapped.card.replies["pushback"]]
     assert not any(line in replies[-1].lower() for line in pushback), replies[-1]
-
-
-def test_taking_ones_time_does_not_draw_out_a_dislike_of_being_pushed():
-    """Blind play round 11, P4G seed 104: "Take your time. ... Is there anything I can answer
-    while you think?" got "I don't like feeling pushed into giving money." The worry a
-    question draws out is never the dislike of being pushed unless the turn pushed."""
-    env, replies = _replay_round10("P4G-hard", 104, 4, "v11")
-    pressure = env.unwrapped.card.concern("pressure")
-    assert not any(line in replies[-1] for line in pressure.voice), replies[-1]

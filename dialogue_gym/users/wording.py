@@ -294,11 +294,7 @@ class TemplateWording:
                     parts.append(self._voice(top, reservation=True))
                     keys.append("partial")
                 elif unvoiced:
-                    # Dislike of being pushed is raised only when the turn pushed: to "Take
-                    # your time. Is there anything I can answer?" it reads as an accusation
-                    # (blind play round 11, P4G seed 104).
-                    worry = self._worry_to_raise(events)
-                    say("inquiry_concern" if worry else "inquiry_open", worry)
+                    say("inquiry_concern")
                 elif top is not None and probed and self.card.concern(top).voice:
                     parts.append(self._voice(top))  # the worry again, in other words
                     keys.append("voice")
@@ -427,16 +423,6 @@ class TemplateWording:
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
         return self.tracker.top(unvoiced_only)
-
-    def _worry_to_raise(self, events: list[str]) -> str | None:
-        """The worry a question draws out: the strongest not resolved.
-
-        Dislike of being pushed only when the turn pushed.
-        """
-        for cid, state in self.tracker.states.items():  # strongest first
-            if state.status != RESOLVED and (cid != "pressure" or "pressure" in events):
-                return cid
-        return None
 
     def _refusal_reason(self, events: list[str]) -> str | None:
         """The concern a no gives as its reason: the strongest one barely touched, else the top.

@@ -53,6 +53,12 @@ PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
 
 
+def _starts_alike(first: str, second: str) -> bool:
+    """Whether ``second`` opens with the first word of ``first`` (case aside)."""
+    word = re.match(r"\W*(\w+)", first)
+    return word is not None and re.match(rf"\W*{word.group(1)}\b", second, re.I) is not None
+
+
 def add_style(
     text: str,
     style: Style,
@@ -75,8 +81,7 @@ def add_style(
     """
     if rng.random() < 0.45:
         opener = pick("opener", style.openers)
-        first = re.match(r"\W*(\w+)", opener)
-        if first and re.match(rf"\W*{first.group(1)}\b", text, re.I):
+        if _starts_alike(opener, text):
             opener = ""  # "Oh! Oh, I didn't know ..." stutters
         runs_on = bool(opener) and not opener.rstrip().endswith((".", "!", "?", ":"))
         if runs_on and not re.match(r"I\b", text):
@@ -84,11 +89,14 @@ def add_style(
         text = opener + text
     if rng.random() < 0.35 * style.verbosity and closer:
         ending = pick("closer", style.closers)
-        opening = re.match(r"\W*(\w+)", text)
-        echoes = opening is not None and re.match(rf"\W*{opening.group(1)}\b", ending, re.I)
-        if (asked or not re.search(r"\bask", ending, re.I)) and not echoes:
+        if (asked or not re.search(r"\bask", ending, re.I)) and not _starts_alike(text, ending):
             text = text.rstrip() + ending  # not "Thank you for your message. ... Thank you."
     return text.lower() if style.lowercase else text
+
+
+def unsaid(used: set[str], key: str, options: tuple[str, ...]) -> list[int]:
+    """The indices of ``options`` not said yet under ``key`` this episode (see ``used``)."""
+    return [i for i in range(len(options)) if f"{key}:{i}" not in used]
 
 
 def pick_unused(
@@ -107,7 +115,7 @@ def pick_unused(
         options: The wordings.
         prefer: Of the unused options, those it accepts come first when there are any.
     """
-    fresh = [i for i in range(len(options)) if f"{key}:{i}" not in used]
+    fresh = unsaid(used, key, options)
     preferred = [i for i in fresh if prefer(options[i])] if prefer is not None else []
     fresh = preferred or fresh
     index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
@@ -358,21 +366,19 @@ class TemplateWording:
             reservation: The line gives a no: of the reactions to a partial answer, one that
                 says what is still missing ("It still feels small.", "Not fully sold
                 though.") while the card has one not said yet, so that a no after half an
-                answer tells the system there is more to say.
+                answer tells the system there is more to say; once none is left, the worry
+                itself (never a warm reaction inside a no).
         """
         concern = self.card.concern(cid)
-        answered = self.tracker.voice(cid) and concern.ack_partial
+        reactions = concern.ack_partial
+        answered = self.tracker.voice(cid) and reactions
         if answered and reservation:
-            held_back = [
-                line
-                for i, line in enumerate(concern.ack_partial)
-                if f"partial:{cid}:{i}" not in self.used and _RESERVATION.search(line)
-            ]
-            if not held_back:  # the worry itself, never a warm reaction inside a no
+            unsaid_lines = (reactions[i] for i in unsaid(self.used, f"partial:{cid}", reactions))
+            if not any(_RESERVATION.search(line) for line in unsaid_lines):
                 return self._pick(f"voice:{cid}", concern.voice)
         if answered:
             keep = _RESERVATION.search if reservation else None
-            return self._react(cid, f"partial:{cid}", concern.ack_partial, keep)
+            return self._react(cid, f"partial:{cid}", reactions, keep)
         return self._pick(f"voice:{cid}", concern.voice)
 
     def _react(
@@ -393,7 +399,7 @@ class TemplateWording:
         card's answers to the concern in general (a line near every answer, "I appreciate
         you not knocking my usual charities", is not thereby near this one).
         """
-        fresh = [o for i, o in enumerate(options) if f"{key}:{i}" not in self.used]
+        fresh = [options[i] for i in unsaid(self.used, key, options)]
         kept = [o for o in fresh if keep(o)] if keep is not None else []
         pool = kept or fresh
         if len(pool) < 2 or self._turn_rows is None or not self._turn_rows.any():

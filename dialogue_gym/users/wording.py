@@ -440,12 +440,24 @@ class TemplateWording:
         polite ask it would accuse the asker.
         """
         states = self.tracker.states
+        pushed = "pressure" in events
         for cid, state in states.items():  # strongest first
             barely = state.status != RESOLVED and state.progress < 0.5
-            fair = cid != "pressure" or "pressure" in events
+            fair = cid != "pressure" or pushed
             if barely and fair and self.card.concern(cid).voice:
                 return cid
-        return self._top_concern()
+        # Past half an answer, the same holds: a no to a polite ask names a worry the asker
+        # can still answer, not "I'll listen, but keep it short" at the eighth exchange
+        # (blind play round 11, Merchant seed 101), unless being pushed is all that is left.
+        top = self._top_concern()
+        if top == "pressure" and not pushed:
+            others = [
+                cid
+                for cid, state in states.items()
+                if cid != "pressure" and state.status != RESOLVED and self.card.concern(cid).voice
+            ]
+            return others[0] if others else top
+        return top
 
     def _fill(self, template: str) -> str:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import test_seller_reading as reading
 
+from dialogue_gym.cards import Style
 from dialogue_gym.users.persona import persona_bank
 from dialogue_gym.users.seller import SellerUser
 from dialogue_gym.users.wording import add_style
@@ -198,3 +199,20 @@ def test_a_styled_reply_reads_as_one_sentence_not_fragments(card):
         asked=True,
     )
     assert text.count("Thank you") == 1, text
+
+
+def test_a_closer_never_says_a_word_the_reply_already_said():
+    """Blind play round 11, P4G seed 103: "... Anyway, thanks, but no. Anyway!"."""
+    chatty = Style(id="chatty", tone="", openers=("",), closers=(" Anyway!",), verbosity=3.0)
+
+    class Always:
+        def random(self):
+            return 0.0
+
+    def pick(key, options):
+        return options[0]
+
+    said = add_style("So, okay. Anyway, thanks, but no.", chatty, pick, Always(), asked=False)  # type: ignore[arg-type]
+    assert said.count("Anyway") == 1, said
+    fresh = add_style("Thanks, but no.", chatty, pick, Always(), asked=False)  # type: ignore[arg-type]
+    assert fresh.endswith("Anyway!"), fresh

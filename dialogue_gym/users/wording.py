@@ -59,6 +59,15 @@ def _starts_alike(first: str, second: str) -> bool:
     return word is not None and re.match(rf"\W*{word.group(1)}\b", second, re.I) is not None
 
 
+def _says_again(closer: str, text: str) -> bool:
+    """Whether ``closer`` opens with a word (four letters or more) that ``text`` already says.
+
+    "... Anyway, thanks, but no. Anyway!" (blind play round 11, P4G seed 103).
+    """
+    word = re.match(r"\W*(\w{4,})", closer)
+    return word is not None and re.search(rf"\b{word.group(1)}\b", text, re.I) is not None
+
+
 def add_style(
     text: str,
     style: Style,
@@ -89,7 +98,11 @@ def add_style(
         text = opener + text
     if rng.random() < 0.35 * style.verbosity and closer:
         ending = pick("closer", style.closers)
-        if (asked or not re.search(r"\bask", ending, re.I)) and not _starts_alike(text, ending):
+        if (
+            (asked or not re.search(r"\bask", ending, re.I))
+            and not _starts_alike(text, ending)
+            and not _says_again(ending, text)
+        ):
             text = text.rstrip() + ending  # not "Thank you for your message. ... Thank you."
     return text.lower() if style.lowercase else text
 

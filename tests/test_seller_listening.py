@@ -112,6 +112,8 @@ def test_a_reason_the_seller_raised_beside_a_spent_one_takes_the_credit(make_sel
         seller.arguments["convenience"].progress = seller.arguments["convenience"].needed
         seller.arguments["convenience"].voiced = True
         seller.arguments["condition"].voiced = disclosed
+        if not disclosed:
+            seller.voiced_now = []  # nor did the reply to the greeting raise it
         ask = seller.ask
         turn = seller.respond(turn_text)
         if disclosed:
@@ -216,3 +218,28 @@ def test_a_closer_never_says_a_word_the_reply_already_said():
     assert said.count("Anyway") == 1, said
     fresh = add_style("Thanks, but no.", chatty, pick, Always(), asked=False)  # type: ignore[arg-type]
     assert fresh.endswith("Anyway!"), fresh
+
+
+def test_the_answer_to_the_sellers_own_question_takes_the_credit(make_seller):
+    """Round 11, seed 103: asked "what are you looking to spend on it?", the buyer named its
+    budget beside a quick pickup; the pickup took the turn's credit and the question asked
+    was answered for nothing. Asked again after naming its budget (seed 101), the buyer heard
+    "What are you looking to spend on it?" once more."""
+    answer = (
+        "Thanks! I'm a student on a tight budget, so I was hoping to spend around $280. I can "
+        "bring my own help and pay cash, so it'd be no hassle on your end."
+    )
+    for seed in range(3):
+        seller = make_seller(
+            listing=PHONE, concerns=(("budget", 0.84), ("convenience", 0.79)), seed=seed
+        )
+        seller.respond(GREETING)
+        seller.voiced_now = ["budget"]  # "What kind of budget are you working with?"
+        turn = seller.respond(answer)
+        assert "addressed:budget" in turn.events, turn.events
+        assert "addressed:convenience" not in turn.events, turn.events
+    seller = make_seller(listing=PHONE, concerns=(("budget", 0.84),), seed=0)
+    seller.respond("Hi! Is it still available? My budget is about $300.")
+    for _ in range(2):  # the card has two budget lines that ask nothing about money
+        line = seller._voice("budget")
+        assert not re.search(r"\b(spend|budget)\b", line, re.I), line

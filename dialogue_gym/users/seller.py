@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,8 @@ _REQUIRED_SELLER_REPLIES = ("opening", "haggled", "cave", "walk_away", "after_wa
 _REQUIRED_SELLER_MIND = ("belief_start", "belief_bad_faith", "desire_end", "intention_walk")
 
 
+_ASKS_MONEY = re.compile(r"\b(spend|budget)\b", re.I)
+"""A voice line asking what the buyer means to spend."""
 _SURPRISED = re.compile(r"\b(didn'?t|did not) (realize|know)\b", re.I)
 
 
@@ -206,6 +209,7 @@ class SellerUser(SellerDynamics):
         self.exchange = 0
         self.decision = "neutral"
         self.opened = False
+        self.money_named = False  # the buyer has named a price or its budget
         self.addressed_last: list[str] = []
         self.voiced_now: list[str] = []  # the concerns the current reply brings up
         self.focus: frozenset[str] = frozenset()  # those the last reply brought up
@@ -283,16 +287,25 @@ class SellerUser(SellerDynamics):
 
     # -- realization ---------------------------------------------------------------------------
 
-    def _pick(self, key: str, options: tuple[str, ...]) -> str:
+    def _pick(
+        self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
+    ) -> str:
         # The same options for a key all episode (the listing does not change), so the
         # indices pick_unused remembers stay those of one list.
         options = tuple(o for o in options if not any_cue(self._unfit, o)) or options
-        return pick_unused(self._rng, self.used, key, options)
+        return pick_unused(self._rng, self.used, key, options, prefer)
 
     def _voice(self, cid: str) -> str:
         self.arguments[cid].voiced = True
         self.voiced_now.append(cid)
-        return self._pick(f"voice:{cid}", self.card.concern(cid).voice)
+        options = self.card.concern(cid).voice
+        if self.money_named:
+            # Not "What are you looking to spend on it?" to a buyer who has just said "My
+            # budget is closer to $600" (blind play round 11, CB seed 101).
+            return self._pick(
+                f"voice:{cid}", options, prefer=lambda line: not _ASKS_MONEY.search(line)
+            )
+        return self._pick(f"voice:{cid}", options)
 
     def _top_concern(self, voiced_too: bool = False) -> str | None:
         """The persona's strongest concern the buyer has not pressed and the seller not voiced.

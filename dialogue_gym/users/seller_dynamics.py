@@ -41,6 +41,8 @@ __all__ = [
 
 UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_MONEY = re.compile(r"\$\s?\d|\b(budget|spend|afford)\b", re.I)
+"""A buyer's turn that names a price or its budget."""
 
 
 def accepts_price(text: str, card: TaskCard) -> bool:
@@ -138,6 +140,7 @@ class SellerDynamics:
     unreasoned_offers: int
     decision: str
     opened: bool
+    money_named: bool
     addressed_last: list[str]
     voiced_now: list[str]
     focus: frozenset[str]
@@ -209,6 +212,10 @@ class SellerDynamics:
         text = text_view(text, self.analyzer.encoder)
         # The offer read in context: per month for a rent, not a total, a cost or a budget.
         reading = read_offer(text, reference=listing_price, period=self.listing.period)
+        # Once a price or a budget was named, the seller does not ask what the buyer means to spend.
+        self.money_named = (
+            self.money_named or reading.offer is not None or bool(_MONEY.search(text))
+        )
         reopened = False
         if self.deal_price is not None:
             if not self._misread_deal(reading):
@@ -497,7 +504,12 @@ class SellerDynamics:
         if len(touched) >= 2:
             self.mood = max(-1.0, self.mood - preset.stuffing_mood)
             events.append("multi_topic")
-        chosen = self._best(touched, scores)
+        # The reason the seller just brought up is the one the buyer answers: "I was hoping to
+        # spend around $170 ... I can bring my own help and a vehicle" to "what are you looking
+        # to spend on it?" is heard for the budget, not for the pickup (blind play round 11,
+        # CB seeds 101 and 103: the question asked was answered and earned nothing).
+        answered = [c for c in touched if c in self.focus and not self._spent(c)]
+        chosen = self._best(answered or touched, scores)
         # A turn that re-argues a spent reason beside one the seller itself brought up is
         # heard for the latter ("That covers the fix for the leg, and you'd have it gone
         # today" after a quick pickup was credited, the leg disclosed): the buyer took up what

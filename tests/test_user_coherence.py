@@ -613,3 +613,15 @@ def test_an_ask_after_answering_the_users_own_question_is_no_pressure():
     env, replies = _replay_round10("P4G-hard", 102, 5, "v11")
     pushback = [line.lower() for line in env.unwrapped.card.replies["pushback"]]
     assert not any(line in replies[-1].lower() for line in pushback), replies[-1]
+
+
+@pytest.mark.parametrize("seed", [107, 109])
+def test_asked_for_anything_else_with_every_worry_settled_the_user_says_so(seed):
+    """Blind play round 11, Merchant seeds 107 and 109: every worry settled, "Is there
+    anything else you'd want to know before deciding ...?" got "Mostly regulars, honestly. A
+    few new people here and there." — an answer to a question nobody asked."""
+    env, replies = _replay_round10("Merchant-hard", seed, 3, "v11")
+    concerns = env.unwrapped.user.privileged()["concerns"]
+    assert all(c["status"] == "resolved" for c in concerns.values()), concerns
+    nothing_left = [line.lower() for line in env.unwrapped.card.replies["nothing_left"]]
+    assert any(line in replies[-1].lower() for line in nothing_left), replies[-1]

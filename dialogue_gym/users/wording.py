@@ -319,6 +319,11 @@ class TemplateWording:
                 elif top is not None and probed and self.card.concern(top).voice:
                     parts.append(self._voice(top))  # the worry again, in other words
                     keys.append("voice")
+                elif top is None and probed and "nothing_left" in replies:
+                    # "Anything else you'd want to know?" with every worry settled: not
+                    # "Mostly regulars, honestly." to a question nobody asked (blind play
+                    # round 11, Merchant seeds 107, 109).
+                    say("nothing_left")
                 else:
                     say("greeting" if p.greeting and exchange <= 1 else "inquiry_open")
             elif p.greeting and not parts:

@@ -243,3 +243,18 @@ def test_the_answer_to_the_sellers_own_question_takes_the_credit(make_seller):
     for _ in range(2):  # the card has two budget lines that ask nothing about money
         line = seller._voice("budget")
         assert not re.search(r"\b(spend|budget)\b", line, re.I), line
+
+
+def test_a_flaw_is_disclosed_once_then_referred_back_to(card, make_seller):
+    """Round 11, seeds 102 and 108: "Full disclosure, it has a pair of pretty worn tires."
+    a second and a third time, as if new, after the buyer had taken it up."""
+    voice = _filled(card.concern("condition").voice, PHONE)
+    again = _filled(card.extra["seller"]["replies"]["disclosed_again"], PHONE)
+    for seed in range(3):
+        seller = make_seller(listing=PHONE, concerns=(("condition", 0.9),), seed=seed)
+        first = seller.respond(ASK_CONDITION).text.lower()
+        assert any(line in first for line in voice), first
+        # _voice gives the template; the reply fills {flaw} in.
+        later = [seller._voice("condition").replace("{flaw}", PHONE.flaw).lower() for _ in "ab"]
+        assert not any(line in text for text in later for line in voice), later
+        assert all(text in again for text in later), later

@@ -296,9 +296,17 @@ class SellerUser(SellerDynamics):
         return pick_unused(self._rng, self.used, key, options, prefer)
 
     def _voice(self, cid: str) -> str:
+        options = self.card.concern(cid).voice
+        disclosure = any("{flaw}" in line for line in options)
+        again = self._options("disclosed_again")
+        if disclosure and self.arguments[cid].voiced and again:
+            # A flaw is disclosed once; later the seller refers back to it ("Full disclosure,
+            # it has a pair of pretty worn tires." a second and a third time read as news,
+            # blind play round 11, CB seeds 102 and 108).
+            self.voiced_now.append(cid)
+            return self._pick("disclosed_again", again)
         self.arguments[cid].voiced = True
         self.voiced_now.append(cid)
-        options = self.card.concern(cid).voice
         if self.money_named:
             # Not "What are you looking to spend on it?" to a buyer who has just said "My
             # budget is closer to $600" (blind play round 11, CB seed 101).

@@ -85,7 +85,8 @@ _CITED_AFTER = re.compile(
     r"^\s*(?:new|brand new|retail|when new|originally|at the store|in stores|online|elsewhere|"
     r"on (?:ebay|amazon|craigslist|marketplace)|or (?:so )?(?:new|retail)|is (?:what|the) "
     r"(?:i|they|it) (?:paid|cost|retail)|(?:is|was) (?:(?:truly|really|actually|honestly) )?"
-    r"(?:where you (?:started|are|were)|what you(?:'re| are| were)? asking|your (?:\w+ )?"
+    r"(?:where you (?:started|are|were)|what you(?:'re| are| were)? asking|firm|final|fixed|"
+    r"non-?negotiable|(?:the )?(?:lowest|best) you can (?:go|do)|your (?:\w+ )?"
     r"(?:price|ask|floor|bottom(?: line)?|lowest|limit|minimum|best|final)|"
     r"the (?:full |asking |listing |list |original )+price|"
     r"(?:too|a bit|a little|way) (?:high|much|steep)))\b",

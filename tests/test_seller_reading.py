@@ -122,6 +122,16 @@ def make_seller(card, encoder):
         ("My budget is $500 total, after the $60 for the rack.", 600, "item", None, None),
         ("Fixing the tires would run me $300. Would you take $6,000?", 7000, "item", 6000, None),
         ("I'll pay $300 plus the $40 for delivery.", 400, "item", 300, None),
+        # the seller's price named as a condition is no offer (blind play round 11, seed 102:
+        # "Sold! $380 it is.")
+        (
+            "Would you take $345 cash if I pick it up? If $380 is truly firm, I understand.",
+            380,
+            "item",
+            345,
+            None,
+        ),
+        ("Would $345 work? If $380 is the lowest you can go, no worries.", 380, "item", 345, None),
     ],
 )
 def test_offers_are_read_in_context(text, reference, period, offer, high):

@@ -296,12 +296,20 @@ class TemplateWording:
             elif p.question and not parts:
                 top = self._top_concern()
                 state = self.tracker.states[top] if top is not None else None
-                unvoiced = self._top_concern(unvoiced_only=True) is not None
+                hidden = self._top_concern(unvoiced_only=True)
+                unvoiced = hidden is not None
                 # Asked what holds it back, with every worry raised already, the user says
                 # which one still does, not "Kind of, yeah. I've given here and there." (blind
                 # play round 10, P4G seed 90).
                 probed = p.meaning is not None and "probe" in p.meaning.leading
-                if (
+                if probed and hidden is not None and top is not None and top != hidden:
+                    # Asked what it would want to know ("the cost, the kitchen, or whether it
+                    # brings customers back?") while a worry it never said holds it back, the
+                    # user says that one, not a reservation about the worry already on the
+                    # table (blind play round 12, Merchant seed 113: the margin worry came out
+                    # only in the last no).
+                    say("inquiry_concern", hidden)
+                elif (
                     top is not None
                     and state is not None
                     and state.voiced
@@ -316,8 +324,17 @@ class TemplateWording:
                     keys.append("partial")
                 elif unvoiced:
                     say("inquiry_concern")
-                elif top is not None and probed and self.card.concern(top).voice:
-                    parts.append(self._voice(top))  # the worry again, in other words
+                elif (
+                    top is not None
+                    and state is not None
+                    and (probed or (state.voiced and state.progress < 1e-9))
+                    and self.card.concern(top).voice
+                ):
+                    # The worry again, in other words: probed, or asked anything while the
+                    # worry it said is still unanswered ("what went wrong with the flash deal?"
+                    # got "Good question. I'd like steadier orders, I suppose."; blind play
+                    # round 12, Merchant seed 111).
+                    parts.append(self._voice(top))
                     keys.append("voice")
                 elif top is None and probed and "nothing_left" in replies:
                     # "Anything else you'd want to know?" with every worry settled: not

@@ -296,20 +296,12 @@ class TemplateWording:
             elif p.question and not parts:
                 top = self._top_concern()
                 state = self.tracker.states[top] if top is not None else None
-                hidden = self._top_concern(unvoiced_only=True)
-                unvoiced = hidden is not None
+                unvoiced = self._top_concern(unvoiced_only=True) is not None
                 # Asked what holds it back, with every worry raised already, the user says
                 # which one still does, not "Kind of, yeah. I've given here and there." (blind
                 # play round 10, P4G seed 90).
                 probed = p.meaning is not None and "probe" in p.meaning.leading
-                if probed and hidden is not None and top is not None and top != hidden:
-                    # Asked what it would want to know ("the cost, the kitchen, or whether it
-                    # brings customers back?") while a worry it never said holds it back, the
-                    # user says that one, not a reservation about the worry already on the
-                    # table (blind play round 12, Merchant seed 113: the margin worry came out
-                    # only in the last no).
-                    say("inquiry_concern", hidden)
-                elif (
+                if (
                     top is not None
                     and state is not None
                     and state.voiced

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import test_seller_reading as reading
 
+import dialogue_gym
 from dialogue_gym.cards import Style
 from dialogue_gym.users.persona import persona_bank
 from dialogue_gym.users.seller import SellerUser
@@ -225,19 +227,15 @@ def test_the_answer_to_the_sellers_own_question_takes_the_credit(make_seller):
     budget beside a quick pickup; the pickup took the turn's credit and the question asked
     was answered for nothing. Asked again after naming its budget (seed 101), the buyer heard
     "What are you looking to spend on it?" once more."""
-    answer = (
-        "Thanks! I'm a student on a tight budget, so I was hoping to spend around $280. I can "
-        "bring my own help and pay cash, so it'd be no hassle on your end."
-    )
-    for seed in range(3):
-        seller = make_seller(
-            listing=PHONE, concerns=(("budget", 0.84), ("convenience", 0.79)), seed=seed
-        )
-        seller.respond(GREETING)
-        seller.voiced_now = ["budget"]  # "What kind of budget are you working with?"
-        turn = seller.respond(answer)
-        assert "addressed:budget" in turn.events, turn.events
-        assert "addressed:convenience" not in turn.events, turn.events
+    folder = Path(__file__).parents[1] / "benchmarks/data/blind_play/v11/CB-hard"
+    turns = [line for line in (folder / "seed103.txt").read_text().splitlines() if line]
+    env = dialogue_gym.make("CB-hard", privileged=True)
+    env.reset(seed=103)
+    env.step({"system": turns[0]})  # "... what are you looking to spend on it?"
+    assert env.unwrapped.user.voiced_now == ["budget"]
+    env.step({"system": turns[1]})  # "... hoping to spend around $170 ... pay cash ..."
+    progress = {cid: arg.progress for cid, arg in env.unwrapped.user.arguments.items()}
+    assert progress["budget"] == 1 and progress["convenience"] == 0, progress
     seller = make_seller(listing=PHONE, concerns=(("budget", 0.84),), seed=0)
     seller.respond("Hi! Is it still available? My budget is about $300.")
     for _ in range(2):  # the card has two budget lines that ask nothing about money

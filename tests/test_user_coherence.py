@@ -625,3 +625,12 @@ def test_asked_for_anything_else_with_every_worry_settled_the_user_says_so(seed)
     assert all(c["status"] == "resolved" for c in concerns.values()), concerns
     nothing_left = [line.lower() for line in env.unwrapped.card.replies["nothing_left"]]
     assert any(line in replies[-1].lower() for line in nothing_left), replies[-1]
+
+
+def test_asked_anything_while_its_worry_is_unanswered_the_user_says_it_again():
+    """Blind play round 12, Merchant seed 111: after "I tried one of your flash deals before.
+    Never again. So it's a no for now.", the player asked what went wrong and got "Good
+    question. I'd like steadier orders, I suppose." — a stock answer to another question."""
+    env, replies = _replay_round10("Merchant-hard", 111, 7, "v12")
+    voice = [line.lower() for line in env.unwrapped.card.concern("past_promo").voice]
+    assert any(line in replies[-1].lower() for line in voice), replies[-1]

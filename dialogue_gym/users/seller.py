@@ -297,23 +297,18 @@ class SellerUser(SellerDynamics):
 
     def _voice(self, cid: str) -> str:
         options = self.card.concern(cid).voice
-        disclosure = any("{flaw}" in line for line in options)
         again = self._options("disclosed_again")
-        if disclosure and self.arguments[cid].voiced and again:
+        self.voiced_now.append(cid)
+        if self.arguments[cid].voiced and again and any("{flaw}" in line for line in options):
             # A flaw is disclosed once; later the seller refers back to it ("Full disclosure,
             # it has a pair of pretty worn tires." a second and a third time read as news,
             # blind play round 11, CB seeds 102 and 108).
-            self.voiced_now.append(cid)
             return self._pick("disclosed_again", again)
         self.arguments[cid].voiced = True
-        self.voiced_now.append(cid)
-        if self.money_named:
-            # Not "What are you looking to spend on it?" to a buyer who has just said "My
-            # budget is closer to $600" (blind play round 11, CB seed 101).
-            return self._pick(
-                f"voice:{cid}", options, prefer=lambda line: not _ASKS_MONEY.search(line)
-            )
-        return self._pick(f"voice:{cid}", options)
+        # Not "What are you looking to spend on it?" to a buyer who has just said "My budget
+        # is closer to $600" (blind play round 11, CB seed 101).
+        asks_nothing = (lambda line: not _ASKS_MONEY.search(line)) if self.money_named else None
+        return self._pick(f"voice:{cid}", options, prefer=asks_nothing)
 
     def _top_concern(self, voiced_too: bool = False) -> str | None:
         """The persona's strongest concern the buyer has not pressed and the seller not voiced.

@@ -14,6 +14,7 @@ import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.env import DialogueEnv
 from dialogue_gym.mind import BDI, LatentSpace, make_encoder
+from dialogue_gym.wrappers.concern_actions import ListeningMoves
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,
@@ -200,6 +201,43 @@ def test_play_pays_each_exchange_to_the_learner(run_dir: Path, card) -> None:
         for group in set(rollout.groups):
             members = [i for i, g in enumerate(rollout.groups) if g == group]
             assert abs(float(np.mean(rollout.advantages[members]))) < 1e-6
+
+
+def test_a_run_over_listening_moves_clones_scripted_moves_and_plays_them(
+    tmp_path: Path, card
+) -> None:
+    out = tmp_path / "concern"
+    train_masp(tiny(out, view="concern", iterations=3, keep_every=2))
+    # Every iteration but each second one and the last is deleted once its successor is written.
+    assert sorted(p.name for p in out.glob("iter-*")) == ["iter-0002", "iter-0003"]
+    ckpt = load_checkpoint(out / "iter-0003", kind="masp", card=card)
+    moves = ListeningMoves(card).names
+    models = load_models(ckpt, card)
+    assert models.system is not None and models.system.n_actions == len(moves)
+    assert models.system_features.action_names == moves
+    assert any(name.startswith("exchanges_left") for name in models.system_features.names)
+    bc = load_checkpoint(out / "phase1-warmstart").info["bc"]["system"]
+    assert bc["source"] == "scripted" and bc["examples"] > 0
+    agent = masp(card=card, checkpoint=out)
+    transcripts = _transcripts(agent)
+    assert transcripts == _transcripts(masp(card=card, checkpoint=out))
+    said = {text for transcript in transcripts for role, text in transcript if role == "system"}
+    wordings = {w for name in moves for w in ListeningMoves(card).wordings(name)}
+    # Every system turn is a move's wording or the user's words said back (reflect).
+    assert said and all(
+        text in wordings or text.startswith("It sounds like ") or text == "I hear you."
+        for text in said
+    ), said - wordings
+    assert agent.last_strategy in moves
+
+
+def test_listening_moves_need_the_scripted_warm_start(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="system-bc scripted"):
+        tiny(tmp_path, view="concern", system_bc="corpus")
+    with pytest.raises(ValueError, match="policy strategy"):
+        tiny(tmp_path, view="concern", policy="lm")
+    with pytest.raises(ValueError, match="keep-every"):
+        tiny(tmp_path, keep_every=0)
 
 
 # -- the agent -------------------------------------------------------------------------------------

@@ -136,6 +136,20 @@ class ListeningMoves:
         pool = self._pools[name]
         return pool[draw_unused(self._rng, self._used.setdefault(name, set()), len(pool))]
 
+    def wordings(self, which: int | str) -> tuple[str, ...]:
+        """The fixed wordings of move ``which``.
+
+        ``reflect`` has none: it says back the user's own words.
+
+        Raises:
+            KeyError: Unknown move name.
+            IndexError: Index out of range.
+        """
+        name = which if isinstance(which, str) else self.names[int(which)]
+        if name not in self.names:
+            raise KeyError(f"unknown move {name!r} (moves: {', '.join(self.names)})")
+        return self._pools.get(name, ())
+
     def _reflect(self, replies: Sequence[str], fallback: bool = True) -> str:
         """The longest thing the user said about itself not said back yet, in the second person.
 

@@ -10,8 +10,9 @@ per outer iteration (see :mod:`dialogue_gym_agents.masp.train`)::
 ``--agent masp:DIR`` (``masp(card=card, checkpoint=DIR)``) loads the latest complete one — the
 last iteration, or the warm start before any — or exactly the checkpoint folder given. The
 agent plays the system seat with its own student mentalizer: each turn it estimates the user's
-state from the visible history (ẑ = M(h)), picks a strategy from its features and ẑ (the most
-likely one by default) and realizes it from the card's templates. The env it is evaluated in
+state from the visible history (ẑ = M(h)), picks a strategy (or, for a run with ``--view
+concern``, a listening move) from its features and ẑ (the most likely one by default) and
+realizes it from the card's templates (or the move's wordings). The env it is evaluated in
 needs no student.
 """
 
@@ -102,13 +103,17 @@ class MASPModels:
 
 
 def build_features(
-    card: TaskCard, mentalizers: Mentalizers, max_exchanges: int
+    card: TaskCard, mentalizers: Mentalizers, max_exchanges: int, view: str = "strategy"
 ) -> tuple[SystemFeatures, UserFeatures]:
-    """The system and user feature extractors over the mentalizers' encoder and latent space."""
+    """The system and user feature extractors over the mentalizers' encoder and latent space.
+
+    ``view``: the system's actions, ``"strategy"`` (the card's strategies) or ``"concern"``
+    (listening moves).
+    """
     probe = LatentProbe(card, mentalizers.latent)
     encoder = mentalizers.featurizer.encoder
     return (
-        SystemFeatures(card, encoder, max_exchanges, probe),
+        SystemFeatures(card, encoder, max_exchanges, probe, view),
         UserFeatures(card, encoder, mentalizers.latent, max_exchanges, probe),
     )
 
@@ -203,7 +208,8 @@ def load_models(ckpt: Checkpoint, card: TaskCard, cache: Sequence[BDI] | None = 
     mentalizers = Mentalizers(
         card, featurizer, latent, teacher.eval(), student.eval(), prior, cache
     )
-    system_features, user_features = build_features(card, mentalizers, T)
+    view = str(ckpt.config.get("view", "strategy"))
+    system_features, user_features = build_features(card, mentalizers, T, view)
     if (
         tuple(info.get("system_features", ())) != system_features.names
         or tuple(info.get("user_features", ())) != user_features.names
@@ -285,10 +291,12 @@ class MASPAgent:
         deterministic: bool = True,
         seed: int | None = None,
     ) -> None:
-        if policy.n_features != seat.features.n_features or policy.n_actions != len(
-            card.strategies
-        ):
-            raise ValueError("the system policy does not fit the card's features and strategies")
+        features = seat.features
+        if policy.n_features != features.n_features or policy.n_actions != features.n_actions:
+            raise ValueError(
+                "the system policy does not fit the card's features and actions (strategies or "
+                "listening moves)"
+            )
         self.card = card
         self.policy = policy.eval()
         self.seat = seat

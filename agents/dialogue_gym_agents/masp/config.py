@@ -47,6 +47,14 @@ class MASPConfig(TrainConfig):
         "(--model, --system-init, --user-init; the paper's setting)",
         metadata=P1,
     )
+    view: Literal["strategy", "concern"] = option(
+        "strategy",
+        "the system's actions with --policy strategy: the card's strategies realized from its "
+        "templates (the paper's), or listening moves — answer concern c, probe, acknowledge, "
+        "reflect, ask — over the features of what the user's replies showed (docs/views.md; "
+        "needs --system-bc scripted)",
+        metadata=P1,
+    )
     hidden_sizes: tuple[int, ...] = option((64, 64), "hidden widths of both policies", metadata=P1)
     system_bc: Literal["corpus", "scripted"] = option(
         "corpus",
@@ -147,6 +155,12 @@ class MASPConfig(TrainConfig):
         "torch CPU threads while training (default: 1 for strategy-level networks, where it is "
         "fastest; torch's own count with --policy lm); restored after",
     )
+    keep_every: int = option(
+        1,
+        "keep every N-th iteration's checkpoint and the last one (each holds the mentalizers and "
+        "optimizer states, ~13 MB at the strategy level); the others are deleted once the next "
+        "is written",
+    )
     # -- phase 2 with --policy lm
     temperature: float = option(0.75, "--policy lm: system rollout temperature", metadata=P2)
     user_temperature: float = option(
@@ -177,7 +191,7 @@ class MASPConfig(TrainConfig):
     def __post_init__(self) -> None:
         positive = (
             "silver_episodes", "mentalizer_hidden", "mentalizer_batch", "bc_batch_size",
-            "groups", "group_size", "update_epochs", "minibatch_size", "threads",
+            "groups", "group_size", "update_epochs", "minibatch_size", "threads", "keep_every",
         )  # fmt: skip
         for name in positive:
             value = getattr(self, name)  # minibatch_size and threads: None is the default
@@ -206,6 +220,14 @@ class MASPConfig(TrainConfig):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0")
+        if self.view == "concern" and self.policy != "strategy":
+            raise ValueError("--view concern is a strategy-level setting: use --policy strategy")
+        if self.view == "concern" and self.system_bc != "scripted":
+            raise ValueError(
+                "--view concern clones the scripted agent's turns labelled with their nearest "
+                "listening move (the corpora are labelled with strategies): add --system-bc "
+                "scripted"
+            )
         if self.policy == "lm":
             for name in ("max_new_tokens", "lora_r", "lm_batch_size"):
                 if getattr(self, name) < 1:

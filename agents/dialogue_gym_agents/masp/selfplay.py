@@ -125,7 +125,7 @@ class SelfPlay:
         """The strategy-level seats of one env (the system's features count its strategies)."""
         mentalizers = self.models.mentalizers
         T = mentalizers.featurizer.max_exchanges
-        system_features, _ = build_features(self.card, mentalizers, T)
+        system_features, _ = build_features(self.card, mentalizers, T, self.config.view)
         student = LearnedStudent(mentalizers)
         return {
             "system": StrategySystemSeat(self.card, system_features, student, True),

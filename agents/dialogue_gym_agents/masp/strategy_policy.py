@@ -8,11 +8,12 @@ whose context is a prompt and whose action is a token sequence,
 
 Here both are strategy-level:
 
-* the **system** (:class:`StrategySystemSeat`) sees the planner's
-  :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures` plus :class:`LatentProbe` features of
-  the student's estimate ẑ = M(h) (never the hidden state), chooses one of the card's
-  strategies and realizes it from the card's templates; it hands the env
-  ``{"utterance", "estimate": ẑ}`` so that r_S carries the inference term;
+* the **system** (:class:`StrategySystemSeat`) sees the planner's features of its action view
+  plus :class:`LatentProbe` features of the student's estimate ẑ = M(h) (never the hidden
+  state), and chooses one of the card's strategies, realized from the card's templates
+  (``--view strategy``, the paper's), or one listening move (``--view concern``: answer concern
+  *c*, probe, acknowledge, reflect, ask; :class:`~dialogue_gym.wrappers.ListeningMoves`); it
+  hands the env ``{"utterance", "estimate": ẑ}`` so that r_S carries the inference term;
 * the **user** (:class:`StrategyUserSeat`) sees its own current BDI state z_t (rendered in its
   observation), the stance it stated last, and how it perceives the system's utterance
   (:class:`UserFeatures`), chooses a response act of
@@ -43,11 +44,12 @@ from dialogue_gym.mind.latent import LatentSpace
 from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.cognitive import USER_ACTS, CognitiveUser
+from dialogue_gym.wrappers.concern_actions import ListeningFeatures
 from dialogue_gym.wrappers.strategy_actions import STANCES
 from dialogue_gym_agents.common.grpo import categorical_kl
 from dialogue_gym_agents.common.policy import History, PolicyOutput
 from dialogue_gym_agents.masp.mentalizers import LearnedStudent
-from dialogue_gym_agents.planner.agent import StrategyFeatures, StrategyPolicyNet
+from dialogue_gym_agents.planner.agent import StrategyPolicyNet, view_features
 
 __all__ = [
     "LatentProbe",
@@ -237,22 +239,38 @@ class LatentProbe:
 
 
 class SystemFeatures:
-    """The system's context: :class:`StrategyFeatures` of its observation + the probe of ẑ.
+    """The system's context: the features of its action view + the probe of ẑ.
+
+    With the card's strategies (``view="strategy"``) the view's features are the planner's
+    :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures`; with listening moves
+    (``view="concern"``) they are :class:`~dialogue_gym.wrappers.ListeningFeatures` — what the
+    user's replies showed of each concern (voiced, open, partly answered, settled) — and
+    :attr:`moves` realizes the actions.
 
     Args:
         card: The task card.
-        encoder: The encoder (voiced-concern features).
+        encoder: The encoder (reply features).
         max_exchanges: T.
         probe: The :class:`LatentProbe` of the student's estimate.
+        view: ``"strategy"`` or ``"concern"``.
     """
 
     def __init__(
-        self, card: TaskCard, encoder: Encoder, max_exchanges: int, probe: LatentProbe
+        self,
+        card: TaskCard,
+        encoder: Encoder,
+        max_exchanges: int,
+        probe: LatentProbe,
+        view: str = "strategy",
     ) -> None:
-        self.strategy = StrategyFeatures(card, encoder, max_exchanges=max_exchanges)
+        self.view = view
+        self.tracker, self.moves = view_features(card, encoder, max_exchanges, view)
+        self.action_names: tuple[str, ...] = (
+            self.moves.names if self.moves is not None else card.strategy_names
+        )
         self.probe = probe
         self.names = (
-            *self.strategy.feature_names,
+            *self.tracker.feature_names,
             *(f"estimate:{name}" for name in probe.names),
         )
 
@@ -261,17 +279,33 @@ class SystemFeatures:
         """Context size."""
         return len(self.names)
 
+    @property
+    def n_actions(self) -> int:
+        """How many actions the view has (strategies or listening moves)."""
+        return len(self.action_names)
+
     def reset(self) -> None:
         """Starts an episode."""
-        self.strategy.reset()
+        self.tracker.reset()
 
     def observe(self, observation: Mapping[str, Any], estimate: np.ndarray) -> np.ndarray:
         """The feature vector of a system observation and the student's estimate ẑ."""
-        return np.concatenate([self.strategy.observe(observation), self.probe(estimate)])
+        return np.concatenate([self.tracker.observe(observation), self.probe(estimate)])
 
-    def record(self, strategy: int | np.ndarray) -> None:
-        """Counts the chosen strategy (an index or a distribution)."""
-        self.strategy.record(strategy)
+    def record(self, action: int | np.ndarray) -> None:
+        """Counts the chosen action (an index, or a distribution over strategies)."""
+        if isinstance(self.tracker, ListeningFeatures):
+            # A move is one thing done; a soft label counts as its likeliest move.
+            self.tracker.record(int(np.argmax(action)) if np.ndim(action) else int(action))
+        else:
+            self.tracker.record(action)
+
+    def realize(self, index: int, realizer: TemplateRealizer) -> str:
+        """The utterance of action ``index``: a strategy's template, or a move's wording."""
+        if self.moves is not None:
+            assert isinstance(self.tracker, ListeningFeatures)
+            return self.moves.realize(index, self.tracker.replies)
+        return realizer.realize(index)
 
 
 class UserFeatures:
@@ -391,6 +425,8 @@ class StrategySystemSeat:
         """See :class:`Seat`."""
         self.features.reset()
         self.realizer.reset(seed)
+        if self.features.moves is not None:
+            self.features.moves.reset(seed)
         self.last_strategy = None
         self._estimate = None
 
@@ -400,11 +436,11 @@ class StrategySystemSeat:
         return self.features.observe(observation, self._estimate)
 
     def env_action(self, action: Any, observation: Mapping[str, Any]) -> Any:
-        """See :class:`Seat`: the strategy's template (with ẑ when ``emit_estimate``)."""
+        """See :class:`Seat`: the action's wording (with ẑ when ``emit_estimate``)."""
         index = int(action)
         self.features.record(index)
-        self.last_strategy = self.card.strategies[index].name
-        text = self.realizer.realize(index)
+        self.last_strategy = self.features.action_names[index]
+        text = self.features.realize(index, self.realizer)
         if self.emit_estimate and self._estimate is not None:
             return {"utterance": text, "estimate": self._estimate}
         return text

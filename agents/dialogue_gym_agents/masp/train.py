@@ -292,7 +292,8 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
             run = generators(derive_seed(config.seed, "phase0"))
             silver = collect_silver(card, encoder, T, config)
             mentalizers, errors = train_mentalizers(card, encoder, T, silver, config, run)
-            models = MASPModels(mentalizers, None, None, *build_features(card, mentalizers, T))
+            features = build_features(card, mentalizers, T, config.view)
+            models = MASPModels(mentalizers, None, None, *features)
             extra = {SILVER_FILE: [t.to_json() for t in silver]}
             info = {"phase": "mentalization", "mentalizers": errors, "silver": len(silver)}
             phase0 = load_checkpoint(_commit(out, PHASE0_DIR, card, config, models, 0, info, extra))
@@ -310,6 +311,8 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
         phase1 = _reuse(out / PHASE1_DIR, card, config, 1)
         if phase1 is None:
             models = load_models(phase0, card, cache)
+            # Phase 0 (shared by both views) has no system policy: the layout is this run's view.
+            models.system_features, _ = build_features(card, models.mentalizers, T, config.view)
             start_point = policies.warm_start(card, models, silver, config)
             info = {"phase": "warmstart", "mentalizers": errors, "bc": start_point.bc}
             info.update(start_point.info)
@@ -359,6 +362,8 @@ def train_masp(config: MASPConfig, stream: Any = None) -> Path:
                     out, iteration_dir(k), card, config, models, 2, info, extra, setup.saved
                 )
                 last = load_checkpoint(folder)
+                if k > 1 and (k - 1) % config.keep_every:  # written after its successor: safe
+                    shutil.rmtree(out / iteration_dir(k - 1), ignore_errors=True)
                 _log_point(log, point, k)  # after the commit: a resumed run logs no duplicates
                 bar.set_postfix(
                     sys_sr=f"{point['system_sr']:.2f}", usr_sr=f"{point.get('user_sr', 0):.2f}"

@@ -3,8 +3,8 @@
 The system policy is cloned from the corpus's strategy-annotated persuader turns (the
 planner's data and label mapping; ``--system-bc scripted``: the task's scripted agent in the
 phase-0 episodes, each of its utterances labelled with the nearest strategy template — for
-tasks without a corpus); the user policy from the simulator's response acts in the silver
-episodes.
+tasks without a corpus — or, with ``--view concern``, with the nearest listening move); the
+user policy from the simulator's response acts in the silver episodes.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def system_bc_examples(
                 exchange += 1
             if text:
                 history.append((role, text))
-    k = features.strategy.counts.shape[0]
+    k = features.n_actions
     if not xs:
         return np.zeros((0, features.n_features), np.float32), np.zeros((0, k), np.float32)
     return np.stack(xs).astype(np.float32), np.stack(ys).astype(np.float32)
@@ -169,7 +169,7 @@ def _system_bc_data(
         source = {"source": "corpus", "dialogues": len(dialogues), **mapper.report()}
     else:
         chosen = [t for t in silver if t.split == "train" and t.policy == "scripted"]
-        label = _nearest_strategy(card, models.mentalizers.featurizer.encoder)
+        label = _nearest_action(card, models.mentalizers.featurizer.encoder, models.system_features)
         episodes = [
             [(r, x, label(x) if r == "system" else None) for r, x in t.turns] for t in chosen
         ]
@@ -183,11 +183,24 @@ def _system_bc_data(
     return X, Y, source
 
 
-def _nearest_strategy(card: TaskCard, encoder: Encoder) -> Callable[[str], np.ndarray]:
-    """``label(text)``: the one-hot strategy whose template is most similar to ``text``."""
-    owners = [i for i, s in enumerate(card.strategies) for _ in s.templates]
-    rows = np.asarray(encoder.encode([t for s in card.strategies for t in s.templates]))
-    eye = np.eye(len(card.strategies), dtype=np.float32)
+def _nearest_action(
+    card: TaskCard, encoder: Encoder, features: SystemFeatures
+) -> Callable[[str], np.ndarray]:
+    """``label(text)``: the one-hot action whose wording is most similar to ``text``.
+
+    The actions' wordings are the strategies' templates, or the listening moves' fixed
+    wordings (``reflect`` has none: it says back the user's own words, so no turn is
+    labelled with it).
+    """
+    moves = features.moves
+    pools = (
+        [moves.wordings(i) for i in range(features.n_actions)]
+        if moves is not None
+        else [s.templates for s in card.strategies]
+    )
+    owners = [i for i, pool in enumerate(pools) for _ in pool]
+    rows = np.asarray(encoder.encode([text for pool in pools for text in pool]))
+    eye = np.eye(features.n_actions, dtype=np.float32)
 
     def label(text: str) -> np.ndarray:
         return eye[owners[int(np.argmax(rows @ np.asarray(encoder.encode([text]))[0]))]]

@@ -8,7 +8,8 @@ one step is one exchange (system utterance → user reply → judges); with both
 
 Rewards are paid when an exchange completes (MASP Eq. 15 and the user's counterpart):
 ``r_S = w_prog·Δs − w_inf·‖ẑ − z‖²_A`` (second term only with an estimate) and
-``r_U = −w_prog·Δs + w_rat·q``; a step that completes no exchange pays 0.
+``r_U = −w_prog·Δs + w_rat·q`` plus, at a rational success, the rationality of the exchanges
+it spares (:func:`~dialogue_gym.mind.latent.exchange_rewards`); no exchange completed pays 0.
 
 Actions of a seat that is not to speak are ignored (recorded in ``infos[seat]["ignored"]``).
 The speaking seat's action must be a ``str`` (the system may pass
@@ -54,7 +55,7 @@ from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
 from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym.mind.latent import LatentSpace, RewardWeights, system_reward, user_reward
+from dialogue_gym.mind.latent import LatentSpace, RewardWeights, exchange_rewards
 from dialogue_gym.spaces import Utterance
 from dialogue_gym.threads import apply_threads
 from dialogue_gym.users.base import UserSimulator, UserTurn
@@ -484,8 +485,10 @@ class DialogueEnv(ParallelEnv):
         judgment = self.success_judge.judge(exchange)
         q = int(self.rationality_judge.judge(exchange))
         inference_error = None if estimate is None else self.latent.sq_dist(estimate, z_prev)
-        rewards[SYSTEM] = system_reward(delta_s, self.weights, inference_error)
-        rewards[USER] = user_reward(delta_s, q, self.weights)
+        left = self.max_exchanges - self.exchange
+        rewards[SYSTEM], rewards[USER] = exchange_rewards(
+            delta_s, q, self.weights, inference_error, judgment.success, left
+        )
         trace = self._trace
         for key, value in (
             ("q", q),

@@ -16,7 +16,7 @@ from dialogue_gym.mind.bdi import BDI
 
 __all__ = ["CONCERN_EVENTS", "concern_metrics", "discounted", "privileged_view", "public_events"]
 
-CONCERN_EVENTS = ("addressed", "proactive", "probed", "anti", "voiced", "resolved")
+CONCERN_EVENTS = ("addressed", "proactive", "probed", "anti", "voiced", "resolved", "withheld")
 """User-event kinds that name a latent concern (``kind:<concern id>``): privileged, so they
 appear only in ``infos[seat]["privileged"]["user_events"]`` and in :meth:`DialogueEnv.revealed`;
 the unprivileged ``user_events`` keep the other events (``rapport``, ``ask``, ``pressure``, ...)."""

@@ -10,6 +10,8 @@ from dialogue_gym.mind import (
     LatentSpace,
     RewardWeights,
     discounted_returns,
+    exchange_rewards,
+    spared_rationality,
     system_reward,
     user_reward,
 )
@@ -75,6 +77,21 @@ def test_reward_signs_and_weights():
     assert user_reward(0.2, 1, w) == pytest.approx(-0.2 + 0.5)
     assert user_reward(0.2, -1, w) == pytest.approx(-0.7)
     assert user_reward(0.0, 0, w) == 0.0
+
+
+def test_a_rational_success_pays_the_user_the_exchanges_it_spares():
+    w = RewardWeights()
+    assert spared_rationality(0, w) == 0.0
+    assert spared_rationality(2, w) == pytest.approx(0.5 * (0.97 + 0.97**2))
+    # Agreeing rationally at exchange 6 of 8 earns what two more rational exchanges would have.
+    held = discounted_returns([user_reward(0.0, 1, w)] * 3, w.gamma)[0]
+    _, agreed = exchange_rewards(0.0, 1, w, success=True, remaining=2)
+    assert agreed == pytest.approx(held)
+    # Only a rational success: an unjustified concession, or an exchange that goes on, gets none.
+    assert exchange_rewards(0.3, -1, w, success=True, remaining=5)[1] == user_reward(0.3, -1, w)
+    assert exchange_rewards(0.3, 1, w, success=False, remaining=5)[1] == user_reward(0.3, 1, w)
+    # The system's reward is the paper's in every case.
+    assert exchange_rewards(0.3, 1, w, 0.4, True, 5)[0] == system_reward(0.3, w, 0.4)
 
 
 def test_discounted_returns():

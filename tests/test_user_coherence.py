@@ -634,3 +634,56 @@ def test_asked_anything_while_its_worry_is_unanswered_the_user_says_it_again():
     env, replies = _replay_round10("Merchant-hard", 111, 7, "v12")
     voice = [line.lower() for line in env.unwrapped.card.concern("past_promo").voice]
     assert any(line in replies[-1].lower() for line in voice), replies[-1]
+
+
+@pytest.mark.parametrize("env_id", ["P4G-hard", "Merchant-hard"])
+def test_a_user_seat_that_keeps_its_reasons_to_itself_resists_blindly(env_id):
+    """A trained MASP user policy learned to stonewall: asked what holds it back, it said
+    "Not really my area, but I'm curious now" and never named a worry, so no answer could
+    reach it and every later no stayed "rational". Keeping to itself a worry the persona would
+    have voiced, while not agreeing, is blind resistance (q = −1); the simulator's own words
+    never are."""
+    from dialogue_gym.agents import make_agent
+    from dialogue_gym.testing.user_policies import twin
+
+    card = dialogue_gym.make(env_id).unwrapped.card
+    evasive, own_qs, evasive_qs = "Hmm, I'd have to think about that one.", [], []
+    for seed in range(3):
+        for say_own, qs in ((True, own_qs), (False, evasive_qs)):
+            env = dialogue_gym.make(
+                env_id, external=("user",), system_policy=make_agent("scripted", card=card)
+            )
+            env.reset(seed=seed)
+            while env.agents:
+                system_text = env.unwrapped.history[-1][1]
+                text = twin(env.unwrapped.user).respond(system_text).text if say_own else evasive
+                _, _, _, _, infos = env.step({"user": text})
+                qs.append(infos["user"]["q"])
+    assert set(own_qs) == {1}
+    assert -1 in evasive_qs
+
+
+def test_a_rational_success_pays_the_user_seat_the_exchanges_it_spares():
+    """r_U pays w_rat·q per exchange: without paying a rational success the exchanges it
+    spares, a user that kept an episode going out-earned one that agreed when it should
+    (Merchant-hard: an always-refusing user 3.09 against the simulator's 2.64, against
+    ``scripted``), and MASP's user policy learned to hold out."""
+    from dialogue_gym.agents import make_agent
+    from dialogue_gym.mind.latent import RewardWeights, spared_rationality, user_reward
+
+    weights = RewardWeights()
+    ended_early = 0
+    for seed in range(6):
+        env = dialogue_gym.make("P4G-hard")
+        obs, _ = env.reset(seed=seed)
+        agent = make_agent("scripted", card=env.unwrapped.card)
+        agent.reset(seed=seed)
+        while env.agents:
+            obs, rewards, _, _, infos = env.step({"system": agent.act(obs["system"])})
+        info, exchange = infos["user"], env.unwrapped.exchange
+        paid = user_reward(info["delta_s"], info["q"], weights)
+        if info["success"] and info["q"] == 1 and exchange < env.unwrapped.max_exchanges:
+            paid += spared_rationality(env.unwrapped.max_exchanges - exchange, weights)
+            ended_early += 1
+        assert rewards["user"] == pytest.approx(paid)
+    assert ended_early

@@ -129,7 +129,8 @@ class StateRationalityJudge:
     well-reasoned request resisted), refusing when a rational user would not (blind
     resistance), or falling two or more steps short of the rational stance on the refused <
     neutral < positive < agree scale (refusing reasons that moved a rational user towards the
-    goal) is NOT_RATIONAL.
+    goal), or not agreeing while keeping to itself a concern the simulator would have voiced
+    here (the turn's ``withheld``: resistance whose reason is never given) is NOT_RATIONAL.
     """
 
     def __init__(self, card: TaskCard) -> None:
@@ -146,6 +147,8 @@ class StateRationalityJudge:
             return NOT_RATIONAL
         if stated == "refused" and rational != "refused":
             return NOT_RATIONAL  # refusing where a rational user would not: blind resistance
+        if turn.withheld and stated != "agree":
+            return NOT_RATIONAL  # resisting without the reason the persona would give: blind
         if _RANK[rational] - _RANK[stated] >= 2:
             return NOT_RATIONAL
         return RATIONAL

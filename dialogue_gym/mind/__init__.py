@@ -12,6 +12,8 @@ from dialogue_gym.mind.latent import (
     LatentSpace,
     RewardWeights,
     discounted_returns,
+    exchange_rewards,
+    spared_rationality,
     system_reward,
     user_reward,
 )
@@ -25,7 +27,9 @@ __all__ = [
     "MiniLMEncoder",
     "RewardWeights",
     "discounted_returns",
+    "exchange_rewards",
     "make_encoder",
+    "spared_rationality",
     "system_reward",
     "user_reward",
 ]

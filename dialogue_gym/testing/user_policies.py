@@ -26,13 +26,13 @@ each is checked to state a refusal by the card's own stance classifier.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.prices import format_price
 from dialogue_gym.stance import classify_stance
+from dialogue_gym.users.base import twin
 
 __all__ = [
     "USER_POLICIES",
@@ -48,33 +48,6 @@ USER_POLICIES = ("rational", "always_refuse", "refuse_once_resolved", "refuse_wh
 
 _FALLBACK_REFUSAL = "No. I'm not going to do that."
 _SLOT = re.compile(r"\{(\w+)\}")
-
-
-def twin(user: Any) -> Any:
-    """A deep copy of ``user`` to step in its place; card, encoder and pools are shared.
-
-    The copy has its own episode state and its own copy of the random generator, so stepping
-    it leaves ``user`` (and the env that holds it) untouched.
-    """
-    analyzer = getattr(user, "analyzer", None)
-    shared = [
-        getattr(user, "card", None),
-        analyzer,
-        getattr(analyzer, "encoder", None),
-        getattr(user, "encoder", None),
-        getattr(user, "personas", None),
-        getattr(user, "listings", None),
-        getattr(user, "backend", None),
-    ]
-    # Frozen dataclasses (persona, style, preset, listing) are immutable: shared as well.
-    shared += [value for value in vars(user).values() if _frozen(value)]
-    memo = {id(obj): obj for obj in shared if obj is not None}
-    return copy.deepcopy(user, memo)
-
-
-def _frozen(value: Any) -> bool:
-    params = getattr(type(value), "__dataclass_params__", None)
-    return bool(params is not None and params.frozen)
 
 
 def blocking_resolved(user: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,6 +29,9 @@ class UserTurn:
             state machine takes as rational here — the reference the embedded rationality
             judge compares the stated stance with — while ``decision`` is the stance the reply
             states. ``None`` for simulator replies (``decision`` is then both).
+        withheld: For a reply written by an external user policy, the concerns the simulator
+            would have voiced here that the reply kept to itself (resisting without giving its
+            reason when the persona would: blind resistance to the rationality judge).
     """
 
     text: str
@@ -36,6 +40,7 @@ class UserTurn:
     justified: bool
     events: tuple[str, ...] = ()
     rational: str | None = None
+    withheld: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -66,3 +71,30 @@ class UserSimulator(Protocol):
     def privileged(self) -> dict[str, Any]:
         """Privileged information (concern statuses, willingness) for teacher views."""
         ...
+
+
+def twin(user: Any) -> Any:
+    """A deep copy of ``user`` to step in its place; card, encoder and pools are shared.
+
+    The copy has its own episode state and its own copy of the random generator, so stepping
+    it leaves ``user`` (and the env that holds it) untouched.
+    """
+    analyzer = getattr(user, "analyzer", None)
+    shared = [
+        getattr(user, "card", None),
+        analyzer,
+        getattr(analyzer, "encoder", None),
+        getattr(user, "encoder", None),
+        getattr(user, "personas", None),
+        getattr(user, "listings", None),
+        getattr(user, "backend", None),
+    ]
+    # Frozen dataclasses (persona, style, preset, listing) are immutable: shared as well.
+    shared += [value for value in vars(user).values() if _frozen(value)]
+    memo = {id(obj): obj for obj in shared if obj is not None}
+    return copy.deepcopy(user, memo)
+
+
+def _frozen(value: Any) -> bool:
+    params = getattr(type(value), "__dataclass_params__", None)
+    return bool(params is not None and params.frozen)

@@ -33,7 +33,7 @@ from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import ASK_LINE, CLOSING_ASK_LINE, Perception, UtteranceAnalyzer
-from dialogue_gym.users.base import UserTurn
+from dialogue_gym.users.base import UserTurn, twin
 from dialogue_gym.users.concerns import VOICE_MATCH, ConcernState, ConcernTracker, ConcernTracking
 from dialogue_gym.users.decision import DecisionContext, DecisionRule, ThresholdDecision
 from dialogue_gym.users.latent_state import success_stances, toward_target
@@ -393,8 +393,13 @@ class CognitiveUser:
         and resisting blindly. Holding back is rational while a blocking concern remains that
         this turn gave no reason on: the reference is then ``refused`` in place of ``neutral``
         (a skeptical "no" to a bare claim is consistent with its state; a "no" to a reason, or
-        once nothing blocks, is not).
+        once nothing blocks, is not). A concern the simulator would have voiced here (a twin
+        replies in its place) that the reply keeps to itself, never voiced before, is
+        ``withheld``: a trained user policy that never says what holds it back makes every
+        concern unanswerable and its resistance unfalsifiable (MASP's user learned exactly that).
         """
+        would = twin(self).respond(system_text)
+        would_voice = [e.partition(":")[2] for e in would.events if e.startswith("voiced:")]
         self.exchange += 1
         # As for a reply of its own: the worries the last reply raised (heard in the external
         # text) are under discussion, so an answer to them is read as one.
@@ -415,14 +420,17 @@ class CognitiveUser:
         if rational == "neutral" and not reasoned and self._blocking():
             reference = "refused"
         self.tracker.hear_voiced(user_text, self.analyzer.encoder)
+        withheld = tuple(c for c in would_voice if not self.tracker.states[c].voiced)
         self.asked_back = "?" in user_text
         stated = _stated_stance(user_text, self.card)
         self.decision = stated
         if re.search(r"\w", user_text):
             self.disclosed = True
         self._state = self._compose_bdi()
-        events = [*events, "external_reply"]
-        return UserTurn(user_text, stated, self._state, justified, tuple(events), reference)
+        events = [*events, "external_reply", *(f"withheld:{c}" for c in withheld)]
+        return UserTurn(
+            user_text, stated, self._state, justified, tuple(events), reference, withheld
+        )
 
     def realize_act(self, act: str, system_text: str = "") -> str:
         """Words a response act an external user policy chose, in this persona's style.

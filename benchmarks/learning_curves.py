@@ -1,20 +1,30 @@
-r"""Learning curves: SR and RCSR of the planner against PPO steps, with the lines that judge them.
+r"""Learning curves: SR and RCSR of each learning method against training exchanges.
 
-For each hard env, the planner-only method (``dialogue-gym train planner``: its PPO
-hyperparameters, its training env and reward) is trained with several seeds; at each budget
-the deterministic policy plays the evaluation seeds under the evaluation encoder. Drawn with
-it, on the same evaluation seeds: ``scripted`` and ``random``, and for the view's actions the
+For each hard env and method, with several training seeds; at each budget the deterministic
+policy plays the evaluation seeds under the evaluation encoder:
+
+* ``planner`` — planner-only (``dialogue-gym train planner``: its PPO hyperparameters, training
+  env and reward), budgets in PPO steps (one step = one system exchange);
+* ``masp`` — MASP (``dialogue-gym train masp`` with ``--view`` and ``--system-bc scripted``):
+  mentalizers, the warm start, then alternating GRPO with the adversarial user policy;
+* ``masp-system-only`` — the same, self-play against the hard simulator itself (no user policy);
+
+the MASP budgets count the system exchanges its GRPO updates learned from (the rollouts of its
+system updates; the user's rollouts come on top). The lines that judge them are drawn with
+them, on the same evaluation seeds: ``scripted`` and ``random``, and for the view's actions the
 best fixed sequence (found on training seeds) and the clairvoyant ceiling
 (:mod:`dialogue_gym.testing.move_search`; ``--no-bounds`` skips them). Reports the mean and the
-spread over seeds at every budget, and training wall time per step (1 torch thread).
+spread over seeds at every budget, and training wall time per exchange (1 torch thread; a
+resumed MASP run counts only the time this invocation trained).
 
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/learning_curves.py --envs P4G-hard --seeds 0 1 2 \\
-        --budgets 25000 50000 100000 --out runs/curves
+        --methods planner masp-system-only --budgets 25000 50000 100000 --out runs/curves
 
-Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``.
-Only the planner is drawn so far; SFT, MASP and SI-AVPO curves are not measured here yet.
+Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``;
+MASP's run folders stay under ``--out/masp*/`` (a rerun resumes them). SFT and SI-AVPO are not
+measured here yet.
 """
 
 from __future__ import annotations
@@ -32,10 +42,22 @@ from dialogue_gym.testing.move_search import interface_lines, random_rate, scrip
 from dialogue_gym.wrappers import ConcernActions, StrategyActions
 from dialogue_gym_agents.common.rl import episode_outcomes
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
+from dialogue_gym_agents.common.tracking import read_scalars
 from dialogue_gym_agents.planner.train import PlannerConfig, build_ppo, make_training_env
 
 HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
 VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}
+METHODS = ("planner", "masp", "masp-system-only")
+QUICK_MASP = {  # --quick: seconds, for smoke tests
+    "silver_episodes": 16,
+    "mentalizer_epochs": 2,
+    "mentalizer_hidden": 32,
+    "hidden_sizes": (16,),
+    "bc_epochs": 2,
+    "groups": 2,
+    "group_size": 2,
+    "update_epochs": 1,
+}
 
 
 def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
@@ -53,8 +75,8 @@ def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
     return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
 
 
-def _curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
-    """One training run: the evaluated policy at every budget."""
+def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
+    """One PPO training run of the planner: the evaluated policy at every budget."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     config = PlannerConfig(
@@ -84,6 +106,68 @@ def _curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dic
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
+def _masp_curve(
+    env_id: str, seed: int, args: argparse.Namespace, test: range, method: str
+) -> dict[str, Any]:
+    """One MASP run, resumed budget after budget; the system exchanges count its updates'."""
+    from dialogue_gym_agents.masp.agent import masp
+    from dialogue_gym_agents.masp.config import MASPConfig
+    from dialogue_gym_agents.masp.train import train_masp
+
+    out = args.out / method / env_id / f"seed{seed}"
+    settings: dict[str, Any] = {
+        "task": env_id.split("-")[0],
+        "out": out,
+        "seed": seed,
+        "encoder": args.encoder,
+        "data": args.data,
+        "view": args.view,
+        "system_bc": "scripted",
+        "opponent": "simulator" if method == "masp-system-only" else "policy",
+        "keep_every": 10**6,  # only the last iteration is needed to resume
+        "progress": False,
+        "tensorboard": False,
+        **(QUICK_MASP if args.quick else {}),
+    }
+    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
+    card = evaluation.unwrapped.card
+    per_iteration = settings.get("groups", 8) * settings.get("group_size", 4) * card.max_exchanges
+    points, iterations, seconds, trained = [], 0, 0.0, 0
+    for budget in sorted(args.budgets):
+        while trained < budget:
+            # Episodes end early on success: ask for the bound, then measure what was used.
+            iterations += max(1, -(-(budget - trained) // per_iteration))
+            started = time.perf_counter()
+            with torch_threads(1):
+                train_masp(MASPConfig(**settings, iterations=iterations), stream=_Quiet())
+            seconds += time.perf_counter() - started
+            steps = read_scalars(out, "selfplay/system_steps")
+            trained = int(sum(v for _, _, v in steps))
+            per_iteration = max(1, trained // max(1, len(steps)))
+        agent = masp(card=card, checkpoint=out, deterministic=True)
+        records = []
+        for episode_seed in test:
+            obs, _ = evaluation.reset(seed=episode_seed)
+            agent.reset(seed=episode_seed)
+            while evaluation.agents:
+                obs, _, _, _, infos = evaluation.step({"system": agent.act(obs["system"])})
+            records.append(infos["system"]["episode"])
+        outcome = episode_outcomes(records, card.max_exchanges)
+        points.append({"steps": trained, "sr": outcome["sr"], "rcsr": outcome["rcsr"]})
+        print(f"  {method} {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
+    return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
+
+
+class _Quiet:
+    """A stream that drops the trainer's report (the curves print their own)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+
 def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, float]:
     """``scripted``, ``random`` and (unless ``--no-bounds``) the fixed-sequence and ceiling SR."""
     lines = {"scripted": scripted_rate(env_id, args.episodes, args.seed, args.eval_encoder)}
@@ -96,7 +180,7 @@ def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, floa
 
 
 def _plot(results: dict[str, Any], path: Path) -> bool:
-    """One panel per env: mean SR (band: min-max over seeds) against steps, with the lines."""
+    """One panel per env: each method's mean SR (band: min-max over seeds) against exchanges."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -105,16 +189,16 @@ def _plot(results: dict[str, Any], path: Path) -> bool:
     figure = Figure(figsize=(4.0 * len(envs) + 0.6, 3.4), layout="constrained")
     axes = figure.subplots(1, len(envs), squeeze=False)[0]
     for ax, env_id in zip(axes, envs, strict=True):
-        runs = results[env_id]["runs"]
-        steps = [p["steps"] for p in runs[0]["points"]]
-        sr = np.array([[p["sr"] for p in run["points"]] for run in runs])
-        ax.plot(steps, sr.mean(axis=0), marker="o", label="planner SR (mean)")
-        ax.fill_between(steps, sr.min(axis=0), sr.max(axis=0), alpha=0.2, label="min-max")
+        for method, runs in results[env_id]["methods"].items():
+            steps = np.array([[p["steps"] for p in run["points"]] for run in runs]).mean(axis=0)
+            sr = np.array([[p["sr"] for p in run["points"]] for run in runs])
+            ax.plot(steps, sr.mean(axis=0), marker="o", label=f"{method} SR (mean)")
+            ax.fill_between(steps, sr.min(axis=0), sr.max(axis=0), alpha=0.2)
         for index, (name, value) in enumerate(results[env_id]["lines"].items()):
             style = ("-", ":", "--", "-.")[index % 4]
             ax.axhline(value, linestyle=style, color="#555555", alpha=0.7, label=name)
         ax.set_title(env_id, fontsize=10)
-        ax.set_xlabel("PPO steps (exchanges)")
+        ax.set_xlabel("system exchanges trained on")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("SR")
@@ -139,27 +223,38 @@ def main() -> int:
     parser.add_argument("--bound-episodes", type=int, default=20, help="training seeds")
     parser.add_argument("--width", type=int, default=4, help="beam width of the ceiling")
     parser.add_argument("--out", type=Path, default=Path("runs/learning_curves"))
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["planner"])
+    parser.add_argument("--data", default=None, help="data root (MASP; default: none needed)")
+    parser.add_argument("--quick", action="store_true", help="tiny MASP phases (smoke tests)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     test = range(args.seed, args.seed + args.episodes)
     results: dict[str, Any] = {}
     for env_id in args.envs:
-        runs = [_curve(env_id, seed, args, test) for seed in args.seeds]
-        results[env_id] = {"runs": runs, "lines": _lines(env_id, args, test)}
+        methods: dict[str, list[dict[str, Any]]] = {}
+        for method in args.methods:
+            if method == "planner":
+                methods[method] = [_planner_curve(env_id, seed, args, test) for seed in args.seeds]
+            else:
+                methods[method] = [
+                    _masp_curve(env_id, seed, args, test, method) for seed in args.seeds
+                ]
+        results[env_id] = {"methods": methods, "lines": _lines(env_id, args, test)}
         (args.out / "curves.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"\n{args.view} view, trained with {args.encoder}, evaluated with {args.eval_encoder}")
     for env_id, result in results.items():
         lines = "  ".join(f"{k} {v:.2f}" for k, v in result["lines"].items())
         print(f"{env_id}: {lines}")
-        for index, budget in enumerate(sorted(args.budgets)):
-            sr = [run["points"][index]["sr"] for run in result["runs"]]
-            rcsr = [run["points"][index]["rcsr"] for run in result["runs"]]
-            print(
-                f"  {budget:>8} steps  SR {np.mean(sr):.2f} [{min(sr):.2f}, {max(sr):.2f}]  "
-                f"RCSR {np.mean(rcsr):.2f}  ({len(sr)} seeds)"
-            )
-        wall = np.mean([run["seconds_per_step"] for run in result["runs"]])
-        print(f"  training wall time {1000 * wall:.1f} ms/step (1 torch thread)")
+        for method, runs in result["methods"].items():
+            for index, budget in enumerate(sorted(args.budgets)):
+                sr = [run["points"][index]["sr"] for run in runs]
+                rcsr = [run["points"][index]["rcsr"] for run in runs]
+                print(
+                    f"  {method:<17} {budget:>8} exchanges  SR {np.mean(sr):.2f} "
+                    f"[{min(sr):.2f}, {max(sr):.2f}]  RCSR {np.mean(rcsr):.2f}  ({len(sr)} seeds)"
+                )
+            wall = np.mean([run["seconds_per_step"] for run in runs])
+            print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")
     if _plot(results, args.out / "curves.svg"):
         print(f"plot: {args.out / 'curves.svg'}")
     return 0

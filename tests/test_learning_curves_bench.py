@@ -1,0 +1,35 @@
+"""``benchmarks/learning_curves.py``: every method trains, resumes and is evaluated (tiny)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_method_draws_a_curve_and_masp_resumes(tmp_path: Path) -> None:
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), "--envs", "P4G-hard",
+        "--methods", "planner", "masp", "masp-system-only", "--seeds", "0", "--budgets", "64",
+        "--episodes", "2", "--no-bounds", "--encoder", "hashing", "--eval-encoder", "hashing",
+        "--quick", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]
+    assert set(results["methods"]) == {"planner", "masp", "masp-system-only"}
+    for runs in results["methods"].values():
+        (point,) = runs[0]["points"]
+        assert point["steps"] >= 64 and 0.0 <= point["sr"] <= 1.0
+    assert {"scripted", "random"} <= set(results["lines"])
+    # MASP's run folders stay, pruned to the last iteration, and a rerun resumes them.
+    kept = sorted(p.name for p in (tmp_path / "masp" / "P4G-hard" / "seed0").glob("iter-*"))
+    assert len(kept) == 1
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]
+    for method, runs in results["methods"].items():
+        assert resumed["methods"][method][0]["points"] == runs[0]["points"]

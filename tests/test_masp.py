@@ -238,6 +238,8 @@ def test_listening_moves_need_the_scripted_warm_start(tmp_path: Path) -> None:
         tiny(tmp_path, view="concern", policy="lm")
     with pytest.raises(ValueError, match="keep-every"):
         tiny(tmp_path, keep_every=0)
+    with pytest.raises(ValueError, match="user-beta"):
+        tiny(tmp_path, user_beta=-0.1)
 
 
 # -- the agent -------------------------------------------------------------------------------------

@@ -138,6 +138,12 @@ class MASPConfig(TrainConfig):
     )
     clip: float = option(0.2, "GRPO ratio clip ε", metadata=P2)
     beta: float = option(0.04, "KL coefficient β to the warm-start reference", metadata=P2)
+    user_beta: float | None = option(
+        None,
+        "the user seat's KL coefficient to its warm start (default: --beta); larger keeps the "
+        "user policy near the simulator it was cloned from",
+        metadata=P2,
+    )
     gamma: float = option(0.97, "return discount γ", metadata=P2)
     w_prog: float = option(1.0, "progress weight w_prog", metadata=P2)
     w_inf: float = option(0.25, "inference-error weight w_inf", metadata=P2)
@@ -206,8 +212,8 @@ class MASPConfig(TrainConfig):
             raise ValueError("--real-fraction must be in [0, 1)")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"--gamma must be in [0, 1], got {self.gamma}")
-        if self.clip <= 0 or self.beta < 0:
-            raise ValueError("--clip must be > 0 and --beta >= 0")
+        if self.clip <= 0 or self.beta < 0 or (self.user_beta is not None and self.user_beta < 0):
+            raise ValueError("--clip must be > 0, --beta and --user-beta >= 0")
         for name in ("silver_users", "user_bc_users"):
             bad = [u for u in getattr(self, name) if u not in ("soft", "hard")]
             if bad or not getattr(self, name):

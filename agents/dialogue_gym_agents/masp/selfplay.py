@@ -204,7 +204,10 @@ class SelfPlay:
         if self.selfplay_user and config.update_user:
             user_rollout = self.rollout(k, "user", generator)
             point.update({f"user_{n}": v for n, v in user_rollout.stats().items()})
-            stats = grpo_update(self.policies["user"], self.user_opt, user_rollout, **update)
+            beta = config.beta if config.user_beta is None else config.user_beta
+            stats = grpo_update(
+                self.policies["user"], self.user_opt, user_rollout, **{**update, "beta": beta}
+            )
             point.update({f"user_grpo_{n}": v for n, v in stats.items()})
             if self.on_update is not None:
                 self.on_update("user", self.policies["user"])

@@ -418,6 +418,30 @@ def test_baselines_and_ablations_train(
         assert "teacher_acc" not in info["curve"][0]
 
 
+def test_a_run_over_listening_moves_trains_and_plays_its_moves(tmp_path: Path) -> None:
+    from dialogue_gym.wrappers.concern_actions import ListeningMoves
+
+    out = train_siavpo(_config(tmp_path, "P4G", iterations=1, view="concern"))
+    info = json.loads((out / "checkpoint.json").read_text())["info"]
+    card = load_card("p4g")
+    moves = ListeningMoves(card)
+    assert info["view"] == "concern" and info["n_actions"] == len(moves.names)
+    # P_int reads an answer move as meeting the unlock conditions of its concern.
+    assert "unlock:answer:affordability" in info["privileged_names"]
+    agent = siavpo(card, checkpoint=str(out))
+    env = dialogue_gym.make("P4G-hard", encoder="hashing")
+    observations, _ = env.reset(seed=3)
+    agent.reset(seed=3)
+    wordings = {w for name in moves.names for w in moves.wordings(name)}
+    while env.agents:
+        line = agent.act(observations["system"])
+        assert agent.last_strategy in moves.names
+        assert line in wordings or line.startswith("It sounds like ") or line == "I hear you."
+        observations, *_ = env.step({"system": line})
+    with pytest.raises(ValueError, match="policy strategy"):
+        _config(tmp_path, view="concern", policy="lm")
+
+
 def test_training_is_reproducible(tmp_path: Path, trained: Path) -> None:
     again = train_siavpo(_config(tmp_path))
     assert (again / "policy.pt").read_bytes() == (trained / "policy.pt").read_bytes()

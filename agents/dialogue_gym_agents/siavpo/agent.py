@@ -67,7 +67,11 @@ def load_view_policy(
     )
     try:
         policy = StrategyViewPolicy(
-            card, encoder, max_exchanges=int(info["max_exchanges"]), net=net
+            card,
+            encoder,
+            max_exchanges=int(info["max_exchanges"]),
+            net=net,
+            view=str(info.get("view", "strategy")),
         )
     except ValueError as exc:
         raise CheckpointMismatchError(
@@ -126,7 +130,7 @@ class SiavpoAgent:
     def act(self, observation: Mapping[str, Any]) -> str:
         """The next system utterance."""
         index = self.choose(observation)
-        self.last_strategy = self.card.strategies[index].name
+        self.last_strategy = self.policy.action_names[index]
         return self.episode.act(index)
 
 

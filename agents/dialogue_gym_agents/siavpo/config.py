@@ -49,6 +49,11 @@ class SiavpoConfig(TrainConfig):
     credit_suppress: float = option(0.5, "β: credit removed when Δw contradicts the outcome")
     credit_deadzone: float = option(1e-3, "δ: |Δw| at or below this counts as no change")
     hidden_sizes: tuple[int, ...] = option((64, 64), "strategy: hidden layer widths of the MLP")
+    view: Literal["strategy", "concern"] = option(
+        "strategy",
+        "strategy: the actions — the card's strategies (the paper's), or listening moves "
+        "(answer concern c, probe, acknowledge, reflect, ask; docs/views.md)",
+    )
     learning_rate: float | None = option(
         None, "Adam learning rate (default: 3e-3 strategy, 1e-5 lm, on the adapter)"
     )
@@ -119,6 +124,8 @@ class SiavpoConfig(TrainConfig):
         for name, value in self.POLICY_DEFAULTS[self.policy].items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
+        if self.view == "concern" and self.policy != "strategy":
+            raise ValueError("--view concern is a strategy-level setting: use --policy strategy")
         positive = ("iterations", "seeds_per_iteration", "group_size", "update_epochs")
         for name in positive:
             if getattr(self, name) < 1:

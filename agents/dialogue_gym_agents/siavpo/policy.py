@@ -13,11 +13,12 @@ Two parameterizations train with the same trainer
 
 * **strategy** (here): the student view is the
   :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures` vector (the same features as
-  :class:`dialogue_gym.wrappers.StrategyActions`), the teacher view adds P_int as a
+  :class:`dialogue_gym.wrappers.StrategyActions`; with ``--view concern`` the listening moves'
+  :class:`~dialogue_gym.wrappers.ListeningFeatures`), the teacher view adds P_int as a
   fixed-size vector (:class:`PrivilegedFeatures`). :class:`StrategyViewNet` is a single MLP
   over ``[features ‖ m·P_int ‖ m]`` with the view flag ``m`` (1 teacher, 0 student): the
   student view zeroes the privileged block, so there is no separate teacher model. Actions are
-  card strategies, realized from the card's templates.
+  card strategies, realized from the card's templates (or listening moves, ``--view concern``).
 * **lm** (:mod:`dialogue_gym_agents.siavpo.lm_policy`): a LoRA causal LM writes the utterances;
   the student view is the system seat's chat prompt, the teacher view the same prompt with a
   rendered P_int block (:class:`~dialogue_gym_agents.siavpo.lm_policy.LMViewPolicy`).
@@ -53,7 +54,8 @@ from torch import nn
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym_agents.planner.agent import StrategyFeatures
+from dialogue_gym.wrappers.concern_actions import ListeningFeatures
+from dialogue_gym_agents.planner.agent import view_features
 from dialogue_gym_agents.siavpo.losses import KLDirection, aopd_kl
 
 __all__ = [
@@ -115,18 +117,21 @@ class PrivilegedFeatures:
 
     PARTS = ("present", "strength", "open")
 
-    def __init__(self, card: TaskCard) -> None:
+    def __init__(
+        self, card: TaskCard, actions: Sequence[tuple[str, Sequence[str]]] | None = None
+    ) -> None:
         self.concern_ids = tuple(c.id for c in card.concerns)
         index = {cid: i for i, cid in enumerate(self.concern_ids)}
-        k = len(card.strategies)
-        self._meets = np.zeros((len(self.concern_ids), k), dtype=np.float32)  # concern × strategy
-        for j, strategy in enumerate(card.strategies):
-            for cid in strategy.addresses:
+        # (name, concerns it addresses) per action: the card's strategies by default.
+        actions = actions or [(s.name, s.addresses) for s in card.strategies]
+        self._meets = np.zeros((len(self.concern_ids), len(actions)), dtype=np.float32)
+        for j, (_, addresses) in enumerate(actions):
+            for cid in addresses:
                 if cid in index:
-                    self._meets[index[cid], j] = 1.0
+                    self._meets[index[cid], j] = 1.0  # concern × action
         self.feature_names = (
             *(f"{cid}:{part}" for cid in self.concern_ids for part in self.PARTS),
-            *(f"unlock:{s.name}" for s in card.strategies),
+            *(f"unlock:{name}" for name, _ in actions),
         )
 
     @property
@@ -292,43 +297,58 @@ class StrategyEpisode:
     """Per-rollout state of :class:`StrategyViewPolicy` (a :class:`PolicyEpisode`).
 
     Args:
-        policy: The policy (card, encoder, T, P_int featurizer).
-        seed: Seed of the template realizer.
+        policy: The policy (card, encoder, T, P_int featurizer, action view).
+        seed: Seed of the template realizer (and of the listening moves' wordings).
     """
 
     def __init__(self, policy: StrategyViewPolicy, seed: int | None = None) -> None:
         self.policy = policy
-        self.features = StrategyFeatures(
-            policy.card, policy.encoder, max_exchanges=policy.max_exchanges
+        self.features, self.moves = view_features(
+            policy.card, policy.encoder, policy.max_exchanges, policy.view
         )
         self.realizer = TemplateRealizer(policy.card, seed)
         self.strategies: list[int] = []
+        self.counts = np.zeros(len(policy.action_names), dtype=np.float32)
+        self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
         """Starts a new episode."""
         self.features.reset()
         self.realizer.reset(seed)
+        if self.moves is not None:
+            self.moves.reset(seed)
         self.strategies = []
+        self.counts[:] = 0.0
 
     def encode(
         self, observation: Mapping[str, Any], privileged: Mapping[str, Any] | None = None
     ) -> StepInput:
         """Both views' inputs for the system observation (and the privileged record)."""
         features = self.features.observe(observation)
-        return StepInput(features, self.policy.privileged(privileged, self.features.counts))
+        return StepInput(features, self.policy.privileged(privileged, self.counts))
 
     def act(self, action: Any) -> str:
-        """Records strategy ``action`` and realizes it from the card's templates."""
+        """Records action ``action`` and realizes it (a strategy's template, a move's wording)."""
         index = int(action)
-        if not 0 <= index < len(self.policy.card.strategies):
-            raise ValueError(f"strategy index {index} is out of range")
+        if not 0 <= index < len(self.policy.action_names):
+            raise ValueError(f"action index {index} is out of range")
         self.features.record(index)
         self.strategies.append(index)
+        self.counts[index] += 1.0
+        if self.moves is not None:
+            assert isinstance(self.features, ListeningFeatures)
+            return self.moves.realize(index, self.features.replies)
         return self.realizer.realize(index)
 
 
 class StrategyViewPolicy:
     """The strategy-level :class:`ViewPolicy`: a :class:`StrategyViewNet` over card strategies.
+
+    With ``view="concern"`` the actions are the listening moves instead
+    (:class:`~dialogue_gym.wrappers.ListeningMoves`: answer concern *c*, probe, acknowledge,
+    reflect, ask) and the student features :class:`~dialogue_gym.wrappers.ListeningFeatures`;
+    P_int's ``unlock:<move>`` reads an ``answer:<c>`` move as meeting concern *c*'s unlock
+    conditions.
 
     Args:
         card: The task card (its strategies are the actions).
@@ -337,9 +357,10 @@ class StrategyViewPolicy:
         hidden_sizes: Hidden widths of the MLP.
         generator: torch generator for the initial weights.
         net: A ready network (e.g. loaded from a checkpoint) instead of a new one.
+        view: ``"strategy"`` (the card's strategies) or ``"concern"`` (listening moves).
 
     Raises:
-        ValueError: ``net`` does not fit the card.
+        ValueError: ``net`` does not fit the card, or the card has no listening moves.
     """
 
     def __init__(
@@ -350,14 +371,22 @@ class StrategyViewPolicy:
         hidden_sizes: Sequence[int] = (64, 64),
         generator: torch.Generator | None = None,
         net: StrategyViewNet | None = None,
+        view: str = "strategy",
     ) -> None:
         self.card = card
         self.encoder = make_encoder(encoder)
         self.max_exchanges = int(max_exchanges or card.max_exchanges)
-        self.privileged = PrivilegedFeatures(card)
-        probe = StrategyFeatures(card, self.encoder, max_exchanges=self.max_exchanges)
+        self.view = view
+        probe, moves = view_features(card, self.encoder, self.max_exchanges, view)
+        if moves is None:
+            self.action_names: tuple[str, ...] = card.strategy_names
+            actions = [(s.name, s.addresses) for s in card.strategies]
+        else:
+            self.action_names = moves.names
+            actions = [(name, (name.partition(":")[2],)) for name in moves.names]
+        self.privileged = PrivilegedFeatures(card, actions)
         self.feature_names = probe.feature_names
-        shape = (probe.n_features, self.privileged.n_features, len(card.strategies))
+        shape = (probe.n_features, self.privileged.n_features, len(self.action_names))
         if net is None:
             net = StrategyViewNet(*shape, hidden_sizes=hidden_sizes, generator=generator)
         elif (net.n_features, net.n_privileged, net.n_actions) != shape:
@@ -431,6 +460,7 @@ class StrategyViewPolicy:
     def info(self) -> dict[str, Any]:
         """What a checkpoint records to rebuild the network and check the layouts."""
         return {
+            "view": self.view,
             "max_exchanges": self.max_exchanges,
             "feature_names": list(self.feature_names),
             "privileged_names": list(self.privileged.feature_names),

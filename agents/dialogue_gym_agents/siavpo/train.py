@@ -510,7 +510,12 @@ def train_siavpo(config: SiavpoConfig) -> Path:
         )
     else:
         policy = StrategyViewPolicy(
-            card, encoder, envs[0].max_exchanges, config.hidden_sizes, generator=run.torch
+            card,
+            encoder,
+            envs[0].max_exchanges,
+            config.hidden_sizes,
+            generator=run.torch,
+            view=config.view,
         )
     threads = torch_threads(config.torch_threads)
     start = time.perf_counter()

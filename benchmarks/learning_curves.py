@@ -8,6 +8,9 @@ policy plays the evaluation seeds under the evaluation encoder:
 * ``masp`` — MASP (``dialogue-gym train masp`` with ``--view`` and ``--system-bc scripted``):
   mentalizers, the warm start, then alternating GRPO with the adversarial user policy;
 * ``masp-system-only`` — the same, self-play against the hard simulator itself (no user policy);
+* ``siavpo`` — SI-AVPO (``dialogue-gym train siavpo --view``), trained from scratch for each
+  budget (its runs do not resume): its iterations are sized from the budget, so episodes that
+  end early leave it a little short of it (the exchanges it used are reported);
 
 the MASP budgets count the system exchanges its GRPO updates learned from (the rollouts of its
 system updates; the user's rollouts come on top). The lines that judge them are drawn with
@@ -23,8 +26,8 @@ Usage::
         --methods planner masp-system-only --budgets 25000 50000 100000 --out runs/curves
 
 Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``;
-MASP's run folders stay under ``--out/masp*/`` (a rerun resumes them). SFT and SI-AVPO are not
-measured here yet.
+the run folders stay under ``--out/<method>/`` (a rerun reuses them). SFT is not measured here
+(it is not trained on exchanges).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from dialogue_gym_agents.planner.train import PlannerConfig, build_ppo, make_tra
 
 HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
 VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}
-METHODS = ("planner", "masp", "masp-system-only")
+METHODS = ("planner", "masp", "masp-system-only", "siavpo")
 QUICK_MASP = {  # --quick: seconds, for smoke tests
     "silver_episodes": 16,
     "mentalizer_epochs": 2,
@@ -158,6 +161,46 @@ def _masp_curve(
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
+def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
+    """SI-AVPO trained from scratch for each budget (its runs do not resume), then evaluated."""
+    from dialogue_gym_agents.siavpo.agent import siavpo
+    from dialogue_gym_agents.siavpo.config import SiavpoConfig
+    from dialogue_gym_agents.siavpo.train import train_siavpo
+
+    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
+    card = evaluation.unwrapped.card
+    quick = {"seeds_per_iteration": 2, "group_size": 2} if args.quick else {}
+    rollouts = quick.get("seeds_per_iteration", 8) * quick.get("group_size", 8)
+    per_iteration = rollouts * card.max_exchanges  # a bound until a run measures it
+    points, seconds, trained = [], 0.0, 0
+    for budget in sorted(args.budgets):
+        out = args.out / "siavpo" / env_id / f"seed{seed}" / f"budget{budget}"
+        if not (out / "checkpoint.json").is_file():
+            config = SiavpoConfig(
+                task=env_id.split("-")[0], out=out, seed=seed, encoder=args.encoder,
+                view=args.view, iterations=max(1, -(-budget // per_iteration)),
+                progress=False, tensorboard=False, **quick,
+            )  # fmt: skip
+            started = time.perf_counter()
+            train_siavpo(config)
+            seconds += time.perf_counter() - started
+        info = json.loads((out / "checkpoint.json").read_text(encoding="utf-8"))["info"]
+        trained = int(info["env_steps"])
+        per_iteration = max(1, trained // max(1, int(info["iterations"])))
+        agent = siavpo(card, checkpoint=str(out), deterministic=True)
+        records = []
+        for episode_seed in test:
+            obs, _ = evaluation.reset(seed=episode_seed)
+            agent.reset(seed=episode_seed)
+            while evaluation.agents:
+                obs, _, _, _, infos = evaluation.step({"system": agent.act(obs["system"])})
+            records.append(infos["system"]["episode"])
+        outcome = episode_outcomes(records, card.max_exchanges)
+        points.append({"steps": trained, "sr": outcome["sr"], "rcsr": outcome["rcsr"]})
+        print(f"  siavpo {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
+    return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
+
+
 class _Quiet:
     """A stream that drops the trainer's report (the curves print their own)."""
 
@@ -235,6 +278,8 @@ def main() -> int:
         for method in args.methods:
             if method == "planner":
                 methods[method] = [_planner_curve(env_id, seed, args, test) for seed in args.seeds]
+            elif method == "siavpo":
+                methods[method] = [_siavpo_curve(env_id, seed, args, test) for seed in args.seeds]
             else:
                 methods[method] = [
                     _masp_curve(env_id, seed, args, test, method) for seed in args.seeds

@@ -582,6 +582,17 @@ def test_llm_realized_user_in_env_episode(p4g, encoder):
     ][: len(infos)]
 
 
+def test_an_external_reply_to_an_llm_realized_user_asks_no_llm(p4g, encoder):
+    """The user seat (``observe``) reads which worry the persona would have voiced from the
+    draft reply of a twin; rewording that draft would be an LLM call nobody hears."""
+    backend = fake(default="Hmm, I hear you, let me think.")
+    user = LLMRealizedUser(p4g, encoder, preset="hard", backend=backend)
+    user.reset(np.random.default_rng(0))
+    turn = user.observe(SYSTEM_TURNS[0], "Hello. What is this about?")
+    assert turn.text == "Hello. What is this about?"
+    assert backend.calls_log == []
+
+
 def test_realizer_falls_back_on_unusable_output(p4g, encoder):
     empty = LLMRealizedUser(p4g, encoder, backend=fake(default=""))
     empty.reset(np.random.default_rng(1))

@@ -88,6 +88,7 @@ def twin(user: Any) -> Any:
         getattr(user, "personas", None),
         getattr(user, "listings", None),
         getattr(user, "backend", None),
+        getattr(user, "realizer", None),  # an LLM realizer: its client is not copied
     ]
     # Frozen dataclasses (persona, style, preset, listing) are immutable: shared as well.
     shared += [value for value in vars(user).values() if _frozen(value)]

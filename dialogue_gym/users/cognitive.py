@@ -398,7 +398,10 @@ class CognitiveUser:
         ``withheld``: a trained user policy that never says what holds it back makes every
         concern unanswerable and its resistance unfalsifiable (MASP's user learned exactly that).
         """
-        would = twin(self).respond(system_text)
+        shadow = twin(self)
+        # What it would say is decided by the draft: an LLM that rewords it is not asked.
+        shadow.wording = getattr(shadow.wording, "drafts", shadow.wording)
+        would = CognitiveUser.respond(shadow, system_text)
         would_voice = [e.partition(":")[2] for e in would.events if e.startswith("voiced:")]
         self.exchange += 1
         # As for a reply of its own: the worries the last reply raised (heard in the external

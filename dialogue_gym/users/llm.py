@@ -141,6 +141,11 @@ class LLMWording:
         self.realizer = realizer
         self.transcript = transcript
 
+    @property
+    def drafts(self) -> TemplateWording:
+        """The template wording that drafts each reply (what a reply says, before the LLM)."""
+        return self.inner
+
     def begin(
         self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
     ) -> None:

@@ -78,6 +78,20 @@ def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
     return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
 
 
+def _play_text(agent: Any, env: Any, seeds: range) -> dict[str, float]:
+    """SR and RCSR of an agent that plays through text on ``seeds``."""
+    records = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        agent.reset(seed=seed)
+        infos: dict[str, Any] = {}
+        while env.agents:
+            obs, _, _, _, infos = env.step({"system": agent.act(obs["system"])})
+        records.append(infos["system"]["episode"])
+    outcome = episode_outcomes(records, env.unwrapped.card.max_exchanges)
+    return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
+
+
 def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
     """One PPO training run of the planner: the evaluated policy at every budget."""
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -148,15 +162,7 @@ def _masp_curve(
             trained = int(sum(v for _, _, v in steps))
             per_iteration = max(1, trained // max(1, len(steps)))
         agent = masp(card=card, checkpoint=out, deterministic=True)
-        records = []
-        for episode_seed in test:
-            obs, _ = evaluation.reset(seed=episode_seed)
-            agent.reset(seed=episode_seed)
-            while evaluation.agents:
-                obs, _, _, _, infos = evaluation.step({"system": agent.act(obs["system"])})
-            records.append(infos["system"]["episode"])
-        outcome = episode_outcomes(records, card.max_exchanges)
-        points.append({"steps": trained, "sr": outcome["sr"], "rcsr": outcome["rcsr"]})
+        points.append({"steps": trained, **_play_text(agent, evaluation, test)})
         print(f"  {method} {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
@@ -188,15 +194,7 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
         trained = int(info["env_steps"])
         per_iteration = max(1, trained // max(1, int(info["iterations"])))
         agent = siavpo(card, checkpoint=str(out), deterministic=True)
-        records = []
-        for episode_seed in test:
-            obs, _ = evaluation.reset(seed=episode_seed)
-            agent.reset(seed=episode_seed)
-            while evaluation.agents:
-                obs, _, _, _, infos = evaluation.step({"system": agent.act(obs["system"])})
-            records.append(infos["system"]["episode"])
-        outcome = episode_outcomes(records, card.max_exchanges)
-        points.append({"steps": trained, "sr": outcome["sr"], "rcsr": outcome["rcsr"]})
+        points.append({"steps": trained, **_play_text(agent, evaluation, test)})
         print(f"  siavpo {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 

@@ -26,8 +26,9 @@ Usage::
         --methods planner masp-system-only --budgets 25000 50000 100000 --out runs/curves
 
 Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``;
-the run folders stay under ``--out/<method>/`` (a rerun reuses them). SFT is not measured here
-(it is not trained on exchanges).
+the run folders stay under ``--out/<method>/`` (a rerun reuses them). SFT is not trained on
+exchanges: ``--sft`` adds it (response retrieval on the task's corpus, one index per training
+seed) as a line, on the tasks that have a corpus.
 """
 
 from __future__ import annotations
@@ -199,6 +200,33 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
+def _sft_line(env_id: str, args: argparse.Namespace, test: range) -> list[float] | None:
+    """SR of SFT (response retrieval on the task's corpus) per training seed.
+
+    ``None`` for a task without a corpus (Merchant, Courier).
+    """
+    from dialogue_gym_agents.sft.retrieval import RetrievalConfig, sft_retrieval, train_retrieval
+
+    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
+    card = evaluation.unwrapped.card
+    if card.corpus is None:
+        return None
+    rates = []
+    for seed in args.seeds:
+        out = args.out / "sft" / env_id / f"seed{seed}"
+        if not (out / "checkpoint.json").is_file():
+            train_retrieval(
+                RetrievalConfig(
+                    task=env_id.split("-")[0], out=out, seed=seed, encoder=args.encoder,
+                    data=args.data, progress=False, tensorboard=False,
+                )
+            )  # fmt: skip
+        agent = sft_retrieval(card, checkpoint=out, seed=seed)
+        rates.append(_play_text(agent, evaluation, test)["sr"])
+        print(f"  sft {env_id} seed {seed}: SR {rates[-1]:.2f}", flush=True)
+    return rates
+
+
 class _Quiet:
     """A stream that drops the trainer's report (the curves print their own)."""
 
@@ -267,6 +295,11 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["planner"])
     parser.add_argument("--data", default=None, help="data root (MASP; default: none needed)")
     parser.add_argument("--quick", action="store_true", help="tiny MASP phases (smoke tests)")
+    parser.add_argument(
+        "--sft",
+        action="store_true",
+        help="also SFT (response retrieval on the task's corpus) per training seed, as a line",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     test = range(args.seed, args.seed + args.episodes)
@@ -283,11 +316,17 @@ def main() -> int:
                     _masp_curve(env_id, seed, args, test, method) for seed in args.seeds
                 ]
         results[env_id] = {"methods": methods, "lines": _lines(env_id, args, test)}
+        sft = _sft_line(env_id, args, test) if args.sft else None
+        if sft is not None:
+            results[env_id]["sft"] = sft
+            results[env_id]["lines"]["sft (mean over seeds)"] = float(np.mean(sft))
         (args.out / "curves.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"\n{args.view} view, trained with {args.encoder}, evaluated with {args.eval_encoder}")
     for env_id, result in results.items():
         lines = "  ".join(f"{k} {v:.2f}" for k, v in result["lines"].items())
         print(f"{env_id}: {lines}")
+        if "sft" in result:
+            print(f"  sft per seed: {', '.join(f'{v:.2f}' for v in result['sft'])}")
         for method, runs in result["methods"].items():
             for index, budget in enumerate(sorted(args.budgets)):
                 sr = [run["points"][index]["sr"] for run in runs]

@@ -292,7 +292,7 @@ def main() -> int:
     parser.add_argument("--bound-episodes", type=int, default=20, help="training seeds")
     parser.add_argument("--width", type=int, default=4, help="beam width of the ceiling")
     parser.add_argument("--out", type=Path, default=Path("runs/learning_curves"))
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["planner"])
+    parser.add_argument("--methods", nargs="*", choices=METHODS, default=["planner"])
     parser.add_argument("--data", default=None, help="data root (MASP; default: none needed)")
     parser.add_argument("--quick", action="store_true", help="tiny MASP phases (smoke tests)")
     parser.add_argument(

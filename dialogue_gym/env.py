@@ -12,11 +12,10 @@ Rewards are paid when an exchange completes (MASP Eq. 15 and the user's counterp
 it spares (:func:`~dialogue_gym.mind.latent.exchange_rewards`); no exchange completed pays 0.
 
 Actions of a seat that is not to speak are ignored (recorded in ``infos[seat]["ignored"]``).
-The speaking seat's action must be a ``str`` (the system may pass
-``{"utterance": str, "estimate": BDI | Mapping | vector}``). Empty text is allowed and the user
-reacts to it as silence; text longer than ``max_utterance_chars`` is truncated and lone
-surrogates are replaced, both flagged in ``infos[seat]["fallbacks"]``. ``step`` after the
-episode ended raises ``RuntimeError``.
+The speaking seat's action must be a ``str`` (the system may pass ``{"utterance": str,
+"estimate": BDI | Mapping | vector}``). Empty text is allowed and the user reacts to it as
+silence; text longer than ``max_utterance_chars`` is truncated and lone surrogates replaced,
+both flagged in ``infos[seat]["fallbacks"]``. ``step`` after the episode ended raises.
 
 Everything task-specific comes from the card (``card=``): the user model, judges, target state
 and, with ``data=``, the real corpus its ``[corpus] name`` names. The user, the judges and the

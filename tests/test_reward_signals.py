@@ -137,15 +137,25 @@ def test_every_refusal_once_nothing_blocks_is_not_rational(make_env, fixed_syste
             assert infos["user"]["privileged"]["decision"] == "refused"
 
 
+def _no_with_its_reason(env, system_text: str) -> str:
+    """A refusal that says what holds the user back: the worries the simulator would voice."""
+    from dialogue_gym.users.base import twin
+
+    events = twin(env.user).respond(system_text).events
+    voiced = [e.partition(":")[2] for e in events if e.startswith("voiced:")]
+    reasons = " ".join(env.user.card.concern(cid).voice[0] for cid in voiced)
+    return f"No, I won't donate anything. {reasons}".strip()
+
+
 def test_refusals_while_concerns_block_can_be_rational(make_env, fixed_system):
     fixed_system.text = ASK  # asked at once: a user with blocking concerns may say no
     env = _user_seat(make_env, fixed_system)
-    *_, infos = env.step({"user": "No, I won't donate anything."})
+    *_, infos = env.step({"user": _no_with_its_reason(env, ASK)})
     assert env.user._blocking() and infos["user"]["q"] == 1
-    # A skeptical "no" to a bare remark is consistent with a user still held back.
+    # A skeptical "no" to a bare remark, saying why, is consistent with a user still held back.
     fixed_system.text = HELLO
     env = _user_seat(make_env, fixed_system)
-    *_, infos = env.step({"user": "No, I won't donate anything."})
+    *_, infos = env.step({"user": _no_with_its_reason(env, HELLO)})
     assert env.user._blocking() and infos["user"]["q"] == 1
 
 

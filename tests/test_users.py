@@ -185,9 +185,16 @@ def test_rationality_of_external_replies(card, encoder):
     caved = fresh.observe(bare, "Okay, I'll donate $1.")  # a concession without a reason
     assert caved.rational == "refused"
     assert _rationality(card, caved, bare, caved.text) == NOT_RATIONAL
+    # A skeptical no that says what holds it back is consistent with a user still held back;
+    # a bare no keeps to itself the worry the persona would have voiced: blind resistance.
     fresh = user_with(card, encoder, "hard", (("trust", 0.9),))
-    no = fresh.observe(bare, "No, thanks.")
-    assert _rationality(card, no, bare, no.text) == RATIONAL
+    reason = card.concern("trust").voice[0]
+    no = fresh.observe(bare, f"No, thanks. {reason}")
+    assert not no.withheld and _rationality(card, no, bare, no.text) == RATIONAL
+    fresh = user_with(card, encoder, "hard", (("trust", 0.9),))
+    bare_no = fresh.observe(bare, "No, thanks.")
+    assert bare_no.withheld == ("trust",)
+    assert _rationality(card, bare_no, bare, bare_no.text) == NOT_RATIONAL
 
 
 def test_realize_act_words_each_act_in_style(card, encoder):

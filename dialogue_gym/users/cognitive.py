@@ -392,11 +392,12 @@ class CognitiveUser:
         ``justified`` flag) for the rationality judge, which marks conceding without a reason
         and resisting blindly. Holding back is rational while a blocking concern remains that
         this turn gave no reason on: the reference is then ``refused`` in place of ``neutral``
-        (a skeptical "no" to a bare claim is consistent with its state; a "no" to a reason, or
-        once nothing blocks, is not). A concern the simulator would have voiced here (a twin
-        replies in its place) that the reply keeps to itself, never voiced before, is
-        ``withheld``: a trained user policy that never says what holds it back makes every
-        concern unanswerable and its resistance unfalsifiable (MASP's user learned exactly that).
+        (a skeptical "no" to a bare claim that says what holds it back is consistent with its
+        state; a "no" to a reason, or once nothing blocks, is not). A concern the simulator
+        would have voiced here (a twin replies in its place) that the reply keeps to itself,
+        never voiced before, is ``withheld``: a trained user policy that never says what holds
+        it back makes every concern unanswerable and its resistance unfalsifiable (MASP's user
+        learned exactly that).
         """
         shadow = twin(self)
         # What it would say is decided by the draft: an LLM that rewords it is not asked.

@@ -49,7 +49,12 @@ from dialogue_gym.wrappers.strategy_actions import STANCES
 from dialogue_gym_agents.common.grpo import categorical_kl
 from dialogue_gym_agents.common.policy import History, PolicyOutput
 from dialogue_gym_agents.masp.mentalizers import LearnedStudent
-from dialogue_gym_agents.planner.agent import StrategyPolicyNet, view_features
+from dialogue_gym_agents.planner.agent import (
+    StrategyPolicyNet,
+    realize_view_action,
+    view_action_names,
+    view_features,
+)
 
 __all__ = [
     "LatentProbe",
@@ -265,9 +270,7 @@ class SystemFeatures:
     ) -> None:
         self.view = view
         self.tracker, self.moves = view_features(card, encoder, max_exchanges, view)
-        self.action_names: tuple[str, ...] = (
-            self.moves.names if self.moves is not None else card.strategy_names
-        )
+        self.action_names = view_action_names(card, self.moves)
         self.probe = probe
         self.names = (
             *self.tracker.feature_names,
@@ -302,10 +305,7 @@ class SystemFeatures:
 
     def realize(self, index: int, realizer: TemplateRealizer) -> str:
         """The utterance of action ``index``: a strategy's template, or a move's wording."""
-        if self.moves is not None:
-            assert isinstance(self.tracker, ListeningFeatures)
-            return self.moves.realize(index, self.tracker.replies)
-        return realizer.realize(index)
+        return realize_view_action(index, self.tracker, self.moves, realizer)
 
 
 class UserFeatures:

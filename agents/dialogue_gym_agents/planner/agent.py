@@ -188,6 +188,27 @@ def view_features(
     return ListeningFeatures(card, make_encoder(encoder), moves.names, max_exchanges), moves
 
 
+def view_action_names(card: TaskCard, moves: ListeningMoves | None) -> tuple[str, ...]:
+    """The actions of a view: the listening moves, or (``moves=None``) the card's strategies."""
+    return tuple(moves.names) if moves is not None else tuple(card.strategy_names)
+
+
+def realize_view_action(
+    index: int,
+    features: StrategyFeatures | ListeningFeatures,
+    moves: ListeningMoves | None,
+    templates: TemplateRealizer,
+) -> str:
+    """Action ``index`` as text: a move's wording, or a strategy's template.
+
+    ``reflect`` says back the user's replies that ``features`` read.
+    """
+    if moves is not None:
+        assert isinstance(features, ListeningFeatures)
+        return moves.realize(index, features.replies)
+    return templates.realize(index)
+
+
 # -- the policy network ----------------------------------------------------------------------------
 
 
@@ -360,7 +381,7 @@ class PlannerAgent:
         seed: int | None = None,
         moves: ListeningMoves | None = None,
     ) -> None:
-        names = moves.names if moves is not None else card.strategy_names
+        names = view_action_names(card, moves)
         if net.n_features != features.n_features or net.n_actions != len(names):
             raise ValueError(
                 f"policy shape ({net.n_features} features, {net.n_actions} actions) does "
@@ -409,11 +430,8 @@ class PlannerAgent:
     def act(self, observation: Mapping[str, Any]) -> str:
         """The next system utterance."""
         index = self.choose(observation)
-        if self.moves is not None:
-            assert isinstance(self.features, ListeningFeatures)
-            return self.moves.realize(index, self.features.replies)
-        if self.realizer is None:
-            return self.templates.realize(index)
+        if self.moves is not None or self.realizer is None:
+            return realize_view_action(index, self.features, self.moves, self.templates)
         history = [(ROLES[int(t["speaker"])], t["text"]) for t in observation["history"]]
         return self.realizer.realize(index, history)
 

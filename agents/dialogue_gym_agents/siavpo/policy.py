@@ -54,8 +54,11 @@ from torch import nn
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym.wrappers.concern_actions import ListeningFeatures
-from dialogue_gym_agents.planner.agent import view_features
+from dialogue_gym_agents.planner.agent import (
+    realize_view_action,
+    view_action_names,
+    view_features,
+)
 from dialogue_gym_agents.siavpo.losses import KLDirection, aopd_kl
 
 __all__ = [
@@ -335,10 +338,7 @@ class StrategyEpisode:
         self.features.record(index)
         self.strategies.append(index)
         self.counts[index] += 1.0
-        if self.moves is not None:
-            assert isinstance(self.features, ListeningFeatures)
-            return self.moves.realize(index, self.features.replies)
-        return self.realizer.realize(index)
+        return realize_view_action(index, self.features, self.moves, self.realizer)
 
 
 class StrategyViewPolicy:
@@ -378,11 +378,10 @@ class StrategyViewPolicy:
         self.max_exchanges = int(max_exchanges or card.max_exchanges)
         self.view = view
         probe, moves = view_features(card, self.encoder, self.max_exchanges, view)
+        self.action_names = view_action_names(card, moves)
         if moves is None:
-            self.action_names: tuple[str, ...] = card.strategy_names
             actions = [(s.name, s.addresses) for s in card.strategies]
-        else:
-            self.action_names = moves.names
+        else:  # an answer move meets its concern's unlock conditions
             actions = [(name, (name.partition(":")[2],)) for name in moves.names]
         self.privileged = PrivilegedFeatures(card, actions)
         self.feature_names = probe.feature_names

@@ -44,6 +44,10 @@ def test_reflect_says_back_what_the_user_told_in_the_second_person() -> None:
     )
     # Said back once; with nothing new to say back it acknowledges instead.
     assert "group chat" not in moves.realize("reflect", replies)
+    # Lower-case "i was" (a texting style) is said back as "you were".
+    assert moves.realize("reflect", ["ugh, i was stuck in an elevator for an hour."]) == (
+        "It sounds like you were stuck in an elevator for an hour."
+    )
 
 
 def test_a_need_met_by_the_users_story_is_answered_in_its_words() -> None:
@@ -57,6 +61,64 @@ def test_a_need_met_by_the_users_story_is_answered_in_its_words() -> None:
     assert len(set(answers)) == 3
     unlock = load_card("ed").concern("feeling_heard").unlock
     assert moves.realize("answer:feeling_heard", ()) in unlock  # no story yet: the card's
+
+
+def test_story_answers_say_back_another_part_of_the_story_each_time() -> None:
+    """What happened, then the feeling the user named, then that it is no overreaction, then
+    a detail it added: said back in its words, none a repeat of another."""
+    moves = ListeningMoves(load_card("ed"))
+    moves.reset(0)
+    replies = [
+        "So, i got lost hiking alone after dark last weekend and i was terrified until i "
+        "found the trail again.",
+        "There's more. My phone died halfway and nobody knew where I was.",
+    ]
+    answers = [moves.realize("answer:feeling_heard", replies) for _ in range(4)]
+    assert answers[0] == (
+        "Wait, so you got lost hiking alone after dark last weekend? That really is a big deal."
+    )
+    assert answers[1].startswith("Of course you feel terrified. You got lost hiking alone")
+    assert "not overreacting" in answers[2] and "of course you feel terrified" in answers[2]
+    assert answers[3] == (
+        "It makes sense that your phone died halfway and nobody knew where you were."
+    )
+    assert len(set(answers)) == 4
+
+
+def test_story_answers_after_a_reflection_are_rarely_heard_as_repeats() -> None:
+    """A story answer that said back the same sentence as the reflection before it was a
+    repetition to the user (10 of these 12 episodes before); each says another part now."""
+    env = ConcernActions(dialogue_gym.make("ED-hard"))
+    moves = ["probe", "reflect", "answer:feeling_heard", "answer:feeling_validated"]
+    repeated = 0
+    for seed in range(12):
+        env.reset(seed=seed)
+        events: list[str] = []
+        for move in [*moves, "answer:feeling_heard"]:
+            _, _, terminated, truncated, info = env.step(move)
+            events += info["user_events"]
+            if terminated or truncated:
+                break
+        repeated += "repetition" in events
+    assert repeated <= 4
+
+
+def test_a_turn_is_labelled_with_the_move_it_is_nearest() -> None:
+    """Others' turns (a corpus listener's) get the move whose wording here is nearest,
+    including the moves built from the user's own words; nothing is realized."""
+    card = load_card("ed")
+    moves = ListeningMoves(card)
+    moves.reset(0)
+    encoder = make_encoder("minilm")
+    replies = ["Honestly, I finally finished building a bookshelf by hand and I'm proud of it."]
+    said_back = "It sounds like you finished building a bookshelf by hand and you're proud of it."
+    assert moves.names[moves.nearest(said_back, replies, encoder)] == "reflect"
+    invite = "What happened after that? I'd love to hear the rest of it."
+    assert moves.names[moves.nearest(invite, replies, encoder)] == "answer:wants_to_share_more"
+    validation = "Of course you feel proud, you built a bookshelf by hand and that is a big deal."
+    assert moves.names[moves.nearest(validation, replies, encoder)].startswith("answer:feeling")
+    # Labelling realized nothing: the first story answer is still the first form.
+    assert moves.realize("answer:feeling_heard", replies).startswith("Wait, so you finally")
 
 
 def test_a_negotiation_has_no_listening_moves() -> None:

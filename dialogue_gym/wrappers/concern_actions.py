@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +43,13 @@ from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import draw_unused
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.meaning import PerceptionSet, has_requests, load_perception_set
+from dialogue_gym.wrappers.saying_back import (
+    STORY_FORMS,
+    STORY_LEADS,
+    Story,
+    second_person,
+    statements,
+)
 from dialogue_gym.wrappers.single_agent import SingleAgent
 from dialogue_gym.wrappers.strategy_actions import (
     STANCES,
@@ -125,16 +131,61 @@ class ListeningMoves:
         if name == "reflect":
             return self._reflect(replies)
         if name in self._from_story:
-            # Met by this user's own story (ED): its core said back and taken seriously, in
-            # its words; the card's sentences about other people's stories cannot meet it.
-            story = _statements(replies)
-            if story:
-                core = _second_person(max(story, key=lambda c: len(c.split())))
-                lead = _STORY_LEADS[self._stories_told % len(_STORY_LEADS)]
-                self._stories_told += 1
-                return lead.format(core[:1].upper() + core[1:])
+            # Met by this user's own story (ED): said back and taken seriously, in its words;
+            # the card's sentences about other people's stories cannot meet it.
+            answer = self._story_answer(replies)
+            if answer:
+                return answer
         pool = self._pools[name]
         return pool[draw_unused(self._rng, self._used.setdefault(name, set()), len(pool))]
+
+    def _story_answer(self, replies: Sequence[str]) -> str:
+        """The next way of taking the user's story seriously (``""`` before it told one).
+
+        Each story answer says back another part of it, so none repeats the last (see
+        :func:`_story_answers`): what happened, then the feeling the user named for it, then
+        that the feeling is no overreaction, then the details it added, one at a time; then
+        what happened again, with another lead.
+        """
+        story = Story.read(replies)
+        if story is None:
+            return ""
+        step = self._stories_told
+        self._stories_told += 1
+        if step < len(STORY_FORMS):
+            return story.form(step)
+        details = [c for c in story.details if c not in self._reflected]
+        if details:
+            self._reflected.add(details[-1])
+            return story.detail(details[-1])
+        return story.form(len(STORY_FORMS) + (step - len(STORY_FORMS)) % len(STORY_LEADS))
+
+    def nearest(self, text: str, replies: Sequence[str], encoder: Encoder) -> int:
+        """The move whose wording here is most similar to ``text`` (labels others' turns).
+
+        Candidates are every fixed wording of a move, and what the moves built from the
+        user's words could say after ``replies``: ``reflect`` any of its statements, a story
+        answer any of its forms. Nothing is realized: the episode's state is unchanged.
+
+        Args:
+            text: A system turn (e.g. a corpus listener's).
+            replies: The user's replies before it.
+            encoder: The encoder whose cosine decides.
+        """
+        owners: list[int] = []
+        texts: list[str] = []
+        story = Story.read(replies)
+        for index, name in enumerate(self.names):
+            if name == "reflect":
+                options = [f"It sounds like {second_person(c)}" for c in statements(replies)]
+            elif name in self._from_story and story is not None:
+                options = story.all_forms()
+            else:
+                options = list(self._pools.get(name, ()))
+            owners += [index] * len(options)
+            texts += options
+        rows = np.asarray(encoder.encode([text, *texts]), dtype=np.float32)
+        return owners[int(np.argmax(rows[1:] @ rows[0]))]
 
     def wordings(self, which: int | str) -> tuple[str, ...]:
         """The fixed wordings of move ``which``.
@@ -158,60 +209,14 @@ class ListeningMoves:
         first-person statement yet), an acknowledgement (``""`` without ``fallback``).
         """
         said = self._reflected
-        fresh = [c for c in _statements(replies) if c not in said]
+        fresh = [c for c in statements(replies) if c not in said]
         if not fresh:
             if not fallback:
                 return ""
             return self.realize("acknowledge") if "acknowledge" in self._pools else "I hear you."
         sentence = max(fresh, key=lambda c: len(c.split()))
         said.add(sentence)
-        return f"It sounds like {_second_person(sentence)}"
-
-
-def _statements(replies: Sequence[str]) -> list[str]:
-    """What the user said about itself: its first-person sentences of five words or more."""
-    return [
-        sentence
-        for reply in replies
-        for sentence in split_sentences(reply)
-        if not sentence.rstrip().endswith("?")
-        and _FIRST_PERSON.search(sentence)
-        and len(sentence.split()) >= 5
-    ]
-
-
-_STORY_LEADS = (
-    "{} Of course that matters to you.",
-    "Anyone would feel the same. {}",
-    "That's not a small thing. {}",
-)
-"""How a story said back is taken seriously, in turn (so no two turns are the same)."""
-
-_OPENER = re.compile(r"^(?:(?:well|so|honestly|ha|oh|um|uh|okay|ok|yeah|anyway)\b[,.!]?\s*)+", re.I)
-_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|me|my|myself)\b", re.I)
-_SWAPS = {
-    "i": "you",
-    "i'm": "you're",
-    "im": "you're",
-    "i've": "you've",
-    "i'd": "you'd",
-    "i'll": "you'll",
-    "me": "you",
-    "my": "your",
-    "mine": "yours",
-    "myself": "yourself",
-}
-
-
-def _second_person(sentence: str) -> str:
-    """``sentence`` said back to its speaker: "I was" → "you were", "my" → "your", ..."""
-    text = sentence.strip().replace("\u2019", "'")
-    text = _OPENER.sub("", text)  # "Well, I finally ..." is said back as "you finally ..."
-    text = re.sub(r"\bI was\b", "you were", text)
-    text = re.sub(r"\bI am\b", "you are", text)
-    text = re.sub(r"\b[\w']+\b", lambda m: _SWAPS.get(m.group(0).lower(), m.group(0)), text)
-    text = text[:1].lower() + text[1:] if not text[:2].isupper() else text
-    return text if text[-1:] in ".!" else f"{text}."
+        return f"It sounds like {second_person(sentence)}"
 
 
 class ListeningFeatures:

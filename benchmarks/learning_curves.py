@@ -27,13 +27,16 @@ Usage::
 
 Writes ``curves.json`` and, with matplotlib, ``curves.svg`` (one panel per env) under ``--out``;
 the run folders stay under ``--out/<method>/`` (a rerun reuses them). SFT is not trained on
-exchanges: ``--sft`` adds it (response retrieval on the task's corpus, one index per training
-seed) as a line, on the tasks that have a corpus.
+exchanges: ``--sft`` adds it as lines, on the tasks that have a corpus: response retrieval on
+the corpus (one index per training seed) and, on the concern view, the planner's supervised
+phase alone on corpus turns labelled with their nearest listening move (deterministic and
+sampled).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -42,7 +45,9 @@ from typing import Any
 import numpy as np
 
 import dialogue_gym
-from dialogue_gym.testing.move_search import interface_lines, random_rate, scripted_rate
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.metrics import episode_sl
+from dialogue_gym.testing.move_search import interface_lines, random_records, scripted_records
 from dialogue_gym.wrappers import ConcernActions, StrategyActions
 from dialogue_gym_agents.common.rl import episode_outcomes
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
@@ -64,8 +69,20 @@ QUICK_MASP = {  # --quick: seconds, for smoke tests
 }
 
 
+def _outcome(records: list[dict[str, Any]], card: TaskCard) -> dict[str, float]:
+    """SR and RCSR of finished episodes, and SL (buyer utility) on a deal task (CB).
+
+    An episode without a deal has SL 0 (its record carries no ``utility``).
+    """
+    outcome = episode_outcomes(records, card.max_exchanges)
+    result = {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
+    if card.success_judge.kind == "deal":
+        result["sl"] = float(np.mean([episode_sl(r) or 0.0 for r in records] or [0.0]))
+    return result
+
+
 def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
-    """SR and RCSR of the deterministic policy on ``seeds``."""
+    """SR and RCSR (and SL on CB) of the deterministic policy on ``seeds``."""
     records = []
     for seed in seeds:
         features, _ = view.reset(seed=seed)
@@ -75,12 +92,11 @@ def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
             if terminated or truncated:
                 records.append(info["episode"])
                 break
-    outcome = episode_outcomes(records, view.max_exchanges)
-    return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
+    return _outcome(records, view.card)
 
 
 def _play_text(agent: Any, env: Any, seeds: range) -> dict[str, float]:
-    """SR and RCSR of an agent that plays through text on ``seeds``."""
+    """SR and RCSR (and SL on CB) of an agent that plays through text on ``seeds``."""
     records = []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
@@ -89,8 +105,7 @@ def _play_text(agent: Any, env: Any, seeds: range) -> dict[str, float]:
         while env.agents:
             obs, _, _, _, infos = env.step({"system": agent.act(obs["system"])})
         records.append(infos["system"]["episode"])
-    outcome = episode_outcomes(records, env.unwrapped.card.max_exchanges)
-    return {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
+    return _outcome(records, env.unwrapped.card)
 
 
 def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
@@ -124,6 +139,23 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
+def _masp_label(method: str, args: argparse.Namespace) -> str:
+    """A MASP method's name with its ``--masp-option`` settings (an ablation's own curve)."""
+    options = ",".join(f"{k}={v}" for k, v in sorted(args.masp_options.items()))
+    return f"{method}[{options}]" if options else method
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` (the value read as JSON, else kept as a string)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.replace("-", "_"), json.loads(value)
+    except json.JSONDecodeError:
+        return key.replace("-", "_"), value
+
+
 def _masp_curve(
     env_id: str, seed: int, args: argparse.Namespace, test: range, method: str
 ) -> dict[str, Any]:
@@ -132,7 +164,7 @@ def _masp_curve(
     from dialogue_gym_agents.masp.config import MASPConfig
     from dialogue_gym_agents.masp.train import train_masp
 
-    out = args.out / method / env_id / f"seed{seed}"
+    out = args.out / _masp_label(method, args) / env_id / f"seed{seed}"
     settings: dict[str, Any] = {
         "task": env_id.split("-")[0],
         "out": out,
@@ -146,6 +178,7 @@ def _masp_curve(
         "progress": False,
         "tensorboard": False,
         **(QUICK_MASP if args.quick else {}),
+        **args.masp_options,
     }
     evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
     card = evaluation.unwrapped.card
@@ -200,31 +233,54 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
-def _sft_line(env_id: str, args: argparse.Namespace, test: range) -> list[float] | None:
-    """SR of SFT (response retrieval on the task's corpus) per training seed.
+def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, list[float]]:
+    """SR of SFT per training seed, each kind of it a line (none for a task without a corpus).
 
-    ``None`` for a task without a corpus (Merchant, Courier).
+    ``retrieval``: response retrieval on the task's corpus (its index does not depend on the
+    seed). ``moves`` and ``moves sampled``: the planner's supervised phase alone on the concern
+    view (each corpus turn labelled with its nearest listening move; the seed draws the initial
+    weights and the minibatches), playing its likeliest move or sampling its moves.
     """
+    from dialogue_gym_agents.planner.agent import planner
+    from dialogue_gym_agents.planner.train import train_planner
     from dialogue_gym_agents.sft.retrieval import RetrievalConfig, sft_retrieval, train_retrieval
 
     evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
     card = evaluation.unwrapped.card
     if card.corpus is None:
-        return None
-    rates = []
+        return {}
+    with_moves = args.view == "concern" and card.strategies and card.concerns
+    lines: dict[str, list[float]] = {"retrieval": []}
+    if with_moves:
+        lines |= {"moves": [], "moves sampled": []}
+    task = env_id.split("-")[0]
     for seed in args.seeds:
         out = args.out / "sft" / env_id / f"seed{seed}"
         if not (out / "checkpoint.json").is_file():
             train_retrieval(
                 RetrievalConfig(
-                    task=env_id.split("-")[0], out=out, seed=seed, encoder=args.encoder,
-                    data=args.data, progress=False, tensorboard=False,
+                    task=task, out=out, seed=seed, encoder=args.encoder, data=args.data,
+                    progress=False, tensorboard=False,
                 )
             )  # fmt: skip
         agent = sft_retrieval(card, checkpoint=out, seed=seed)
-        rates.append(_play_text(agent, evaluation, test)["sr"])
-        print(f"  sft {env_id} seed {seed}: SR {rates[-1]:.2f}", flush=True)
-    return rates
+        lines["retrieval"].append(_play_text(agent, evaluation, test)["sr"])
+        if with_moves:
+            moves_out = args.out / "sft-moves" / env_id / f"seed{seed}"
+            if not (moves_out / "checkpoint.json").is_file():
+                train_planner(
+                    PlannerConfig(
+                        task=task, out=moves_out, seed=seed, encoder=args.encoder,
+                        data=args.data, view="concern", pretrain_epochs=20, ppo_steps=0,
+                        progress=False, tensorboard=False,
+                    )
+                )  # fmt: skip
+            for line, deterministic in (("moves", True), ("moves sampled", False)):
+                agent = planner(card, checkpoint=moves_out, deterministic=deterministic)
+                lines[line].append(_play_text(agent, evaluation, test)["sr"])
+        rates = ", ".join(f"{k} {v[-1]:.2f}" for k, v in lines.items())
+        print(f"  sft {env_id} seed {seed}: SR {rates}", flush=True)
+    return lines
 
 
 class _Quiet:
@@ -238,11 +294,20 @@ class _Quiet:
 
 
 def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, float]:
-    """``scripted``, ``random`` and (unless ``--no-bounds``) the fixed-sequence and ceiling SR."""
-    lines = {"scripted": scripted_rate(env_id, args.episodes, args.seed, args.eval_encoder)}
+    """``scripted``, ``random`` and (unless ``--no-bounds``) the fixed-sequence and ceiling SR.
+
+    On a deal task (CB) also ``scripted SL`` and ``random SL``, the buyer utility that ranks
+    negotiators.
+    """
     view = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
+    played = scripted_records(env_id, args.episodes, args.seed, args.eval_encoder)
+    scripted = _outcome(played, view.card)
+    randomly = _outcome(random_records(view, test, args.seed), view.card)
+    lines = {"scripted": scripted["sr"], "random": randomly["sr"]}
+    if "sl" in scripted:
+        lines |= {"scripted SL": scripted["sl"], "random SL": randomly["sl"]}
     if not args.bounds:
-        return {**lines, "random": random_rate(view, test, args.seed)}
+        return lines
     train = range(100_000, 100_000 + args.bound_episodes)
     bounds, _ = interface_lines(view, test, train, width=args.width, rounds=1)
     return {**lines, **bounds}
@@ -287,7 +352,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="first evaluation seed")
     parser.add_argument("--encoder", default="static", help="the training encoder")
     parser.add_argument("--eval-encoder", default="minilm")
-    parser.add_argument("--reward", choices=("success", "judge", "env"), default="env")
+    parser.add_argument("--reward", choices=("success", "judge", "env", "utility"), default="env")
     parser.add_argument("--no-bounds", dest="bounds", action="store_false")
     parser.add_argument("--bound-episodes", type=int, default=20, help="training seeds")
     parser.add_argument("--width", type=int, default=4, help="beam width of the ceiling")
@@ -296,11 +361,30 @@ def main() -> int:
     parser.add_argument("--data", default=None, help="data root (MASP; default: none needed)")
     parser.add_argument("--quick", action="store_true", help="tiny MASP phases (smoke tests)")
     parser.add_argument(
+        "--masp-option",
+        dest="masp_options",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a MASPConfig field for the MASP methods (an ablation: beta=0, w_inf=0, "
+        "reward_teacher=oracle); repeatable; its curve is named after it",
+    )
+    parser.add_argument(
         "--sft",
         action="store_true",
-        help="also SFT (response retrieval on the task's corpus) per training seed, as a line",
+        help="also SFT per training seed, as lines: response retrieval on the task's corpus and "
+        "(concern view) the planner's supervised phase on corpus turns labelled with moves",
     )
     args = parser.parse_args()
+    args.masp_options = dict(args.masp_options)
+    if args.masp_options:
+        from dialogue_gym_agents.masp.config import MASPConfig
+
+        known = {field.name for field in dataclasses.fields(MASPConfig)}
+        unknown = sorted(set(args.masp_options) - known)
+        if unknown:
+            parser.error(f"--masp-option: MASPConfig has no field {', '.join(unknown)}")
     args.out.mkdir(parents=True, exist_ok=True)
     test = range(args.seed, args.seed + args.episodes)
     results: dict[str, Any] = {}
@@ -312,28 +396,34 @@ def main() -> int:
             elif method == "siavpo":
                 methods[method] = [_siavpo_curve(env_id, seed, args, test) for seed in args.seeds]
             else:
-                methods[method] = [
+                methods[_masp_label(method, args)] = [
                     _masp_curve(env_id, seed, args, test, method) for seed in args.seeds
                 ]
         results[env_id] = {"methods": methods, "lines": _lines(env_id, args, test)}
-        sft = _sft_line(env_id, args, test) if args.sft else None
-        if sft is not None:
-            results[env_id]["sft"] = sft
-            results[env_id]["lines"]["sft (mean over seeds)"] = float(np.mean(sft))
+        for kind, rates in (_sft_lines(env_id, args, test) if args.sft else {}).items():
+            results[env_id].setdefault("sft", {})[kind] = rates
+            results[env_id]["lines"][f"sft {kind} (mean over seeds)"] = float(np.mean(rates))
         (args.out / "curves.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"\n{args.view} view, trained with {args.encoder}, evaluated with {args.eval_encoder}")
     for env_id, result in results.items():
         lines = "  ".join(f"{k} {v:.2f}" for k, v in result["lines"].items())
         print(f"{env_id}: {lines}")
-        if "sft" in result:
-            print(f"  sft per seed: {', '.join(f'{v:.2f}' for v in result['sft'])}")
+        for kind, rates in result.get("sft", {}).items():
+            print(f"  sft {kind} per seed: {', '.join(f'{v:.2f}' for v in rates)}")
         for method, runs in result["methods"].items():
             for index, budget in enumerate(sorted(args.budgets)):
                 sr = [run["points"][index]["sr"] for run in runs]
                 rcsr = [run["points"][index]["rcsr"] for run in runs]
+                sl = [run["points"][index].get("sl") for run in runs]
+                utility = (
+                    f"  SL {np.mean(sl):.2f} [{min(sl):.2f}, {max(sl):.2f}]"
+                    if None not in sl
+                    else ""
+                )
                 print(
                     f"  {method:<17} {budget:>8} exchanges  SR {np.mean(sr):.2f} "
-                    f"[{min(sr):.2f}, {max(sr):.2f}]  RCSR {np.mean(rcsr):.2f}  ({len(sr)} seeds)"
+                    f"[{min(sr):.2f}, {max(sr):.2f}]  RCSR {np.mean(rcsr):.2f}{utility}  "
+                    f"({len(sr)} seeds)"
                 )
             wall = np.mean([run["seconds_per_step"] for run in runs])
             print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")

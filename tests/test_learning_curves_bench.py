@@ -31,9 +31,11 @@ def test_every_method_draws_a_curve_and_masp_resumes(tmp_path: Path) -> None:
         # it (episodes that end early leave it a little short).
         assert point["steps"] >= (32 if method == "siavpo" else 64) and 0.0 <= point["sr"] <= 1.0
     assert {"scripted", "random"} <= set(results["lines"])
-    if sft:
-        assert "sft (mean over seeds)" in results["lines"]
-        assert len(results["sft"]) == 1 and 0.0 <= results["sft"][0] <= 1.0
+    if sft:  # retrieval, and the planner's supervised phase over listening moves
+        for kind in ("retrieval", "moves", "moves sampled"):
+            assert f"sft {kind} (mean over seeds)" in results["lines"]
+            assert len(results["sft"][kind]) == 1 and 0.0 <= results["sft"][kind][0] <= 1.0
+        assert (tmp_path / "sft-moves" / "P4G-hard" / "seed0" / "checkpoint.json").is_file()
     # MASP's run folders stay, pruned to the last iteration, and a rerun resumes them.
     kept = sorted(p.name for p in (tmp_path / "masp" / "P4G-hard" / "seed0").glob("iter-*"))
     assert len(kept) == 1
@@ -42,3 +44,40 @@ def test_every_method_draws_a_curve_and_masp_resumes(tmp_path: Path) -> None:
     resumed = json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]
     for method, runs in results["methods"].items():
         assert resumed["methods"][method][0]["points"] == runs[0]["points"]
+
+
+def test_a_deal_task_reports_the_buyers_utility(tmp_path: Path) -> None:
+    """CB is ranked by SL (buyer utility): the curve's points and the lines carry it."""
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), "--envs", "CB-hard",
+        "--view", "strategy", "--methods", "planner", "--seeds", "0", "--budgets", "64",
+        "--episodes", "2", "--no-bounds", "--encoder", "hashing", "--eval-encoder", "hashing",
+        "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "curves.json").read_text())["CB-hard"]
+    (point,) = results["methods"]["planner"][0]["points"]
+    assert 0.0 <= point["sl"] <= 1.0
+    assert {"scripted SL", "random SL"} <= set(results["lines"])
+    assert "SL" in done.stdout
+
+
+def test_a_masp_ablation_is_its_own_curve(tmp_path: Path) -> None:
+    """``--masp-option`` sets a MASPConfig field; the curve and its run folder carry its name."""
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), "--envs", "P4G-hard",
+        "--methods", "masp-system-only", "--masp-option", "beta=0", "--seeds", "0",
+        "--budgets", "64", "--episodes", "1", "--no-bounds", "--encoder", "hashing",
+        "--eval-encoder", "hashing", "--quick", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]
+    assert set(results["methods"]) == {"masp-system-only[beta=0]"}
+    manifest = next((tmp_path / "masp-system-only[beta=0]" / "P4G-hard").rglob("checkpoint.json"))
+    assert json.loads(manifest.read_text())["config"]["beta"] == 0
+    wrong = subprocess.run(
+        [*command[:6], "--masp-option", "betaa=0"], capture_output=True, text=True, check=False
+    )
+    assert wrong.returncode == 2 and "no field betaa" in wrong.stderr

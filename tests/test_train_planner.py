@@ -39,6 +39,7 @@ from dialogue_gym_agents.planner.train import (
     PlannerConfig,
     copy_actor_weights,
     corpus_examples,
+    corpus_labels,
     pretrain,
 )
 from dialogue_gym_agents.training.corpora import LabelMapper
@@ -117,7 +118,8 @@ def test_training_changes_parameters_and_reload_is_identical(tmp_path: Path) -> 
     net = StrategyPolicyNet(features.n_features, len(card.strategies), (16,), run.torch)
     before = {k: v.clone() for k, v in net.state_dict().items()}
     dialogues = load_corpus("p4g", DATA, split="train", format="annotated")[:15]
-    X, Y = corpus_examples(dialogues, features, LabelMapper(card))
+    label, _ = corpus_labels(card, None, features.encoder)
+    X, Y = corpus_examples(dialogues, features, label, len(card.strategies))
     with RunLogger(tmp_path / "logs", tensorboard=False) as log:
         stats = pretrain(net, X, Y, config, run, log)
     assert stats["loss"] > 0
@@ -266,7 +268,9 @@ def test_label_mapping_and_corpus_features() -> None:
     assert mapper(("other",)) is None
     assert mapper.report()["unmapped_by_label"] == {"thank": 1, "other": 1}
     dialogues = load_corpus("p4g", DATA, split="train", format="annotated")[:5]
-    X, Y = corpus_examples(dialogues, StrategyFeatures(card, "hashing"), LabelMapper(card))
+    features = StrategyFeatures(card, "hashing")
+    label, _ = corpus_labels(card, None, features.encoder)
+    X, Y = corpus_examples(dialogues, features, label, len(card.strategies))
     assert X.shape[0] == Y.shape[0] > 5 and np.allclose(Y.sum(axis=1), 1.0)
     assert X[0][0] == 0.0 and X[0][1] == 1.0  # exchange 0, no user reply yet
     esconv = load_card("esconv")
@@ -431,3 +435,48 @@ def test_a_planner_over_listening_moves_trains_and_plays(tmp_path: Path) -> None
     llm = PlannerConfig(task="P4G", view="concern", realizer="llm", backend="fake", out=str(out))
     with pytest.raises(ValueError, match="realizes its moves itself"):
         planner_training.train_planner(llm)
+
+
+@needs_data
+def test_sft_over_listening_moves_clones_corpus_turns_labelled_with_moves(tmp_path: Path) -> None:
+    """``--view concern --pretrain-epochs N``: each corpus system turn gets its nearest move
+    (reflect and story answers included) and the supervised phase clones them; with
+    ``--ppo-steps 0`` that is SFT over the moves, played like any planner."""
+    out = tmp_path / "sft-moves"
+    argv = ["train", "planner", "--task", "ED", "--out", str(out), "--view", "concern"]
+    argv += ["--data", str(DATA), "--max-dialogues", "30", "--pretrain-epochs", "2"]
+    assert main([*argv, *TINY, "--ppo-steps", "0"]) == 0
+    card = load_card("ed")
+    checkpoint = load_checkpoint(out, kind="planner", card=card)
+    info = checkpoint.info["pretrain"]
+    assert info["labels"] == "nearest listening move" and "ppo" not in checkpoint.info
+    counts = info["move_counts"]
+    assert set(counts) == set(ListeningMoves(card).names)
+    assert sum(counts.values()) == info["examples"] > 30
+    assert counts["reflect"] > 0 and counts["answer:wants_to_share_more"] > 0
+    agent = planner(card, checkpoint=out, deterministic=False)
+    env = dialogue_gym.make("ED-hard", encoder="hashing")
+    observations, _ = env.reset(seed=0)
+    agent.reset(0)
+    assert agent.act(observations["system"])
+    assert agent.last_strategy in counts
+
+
+def test_a_negotiation_can_train_on_the_buyers_utility() -> None:
+    """``--reward utility``: the buyer utility of the deal at the exchange that closes it (0
+    before; SL is what ranks negotiators); a task without deals refuses it."""
+    env = planner_training.make_training_env("CB-hard", "hashing", reward="utility")
+    names = load_card("cb").strategy_names
+    env.reset(seed=0)
+    rewards = []
+    for name in ["greet", "inquire", "inform", "propose", "counter", "counter", "agree", "agree"]:
+        _, r, terminated, _, info = env.step(names.index(name))
+        rewards.append(r)
+        if terminated:
+            break
+    record = info["dialogue_episode"]
+    assert info["is_success"] and 0.0 < record["utility"] <= 1.0
+    assert rewards[-1] == pytest.approx(record["utility"]) and not any(rewards[:-1])
+    config = PlannerConfig(task="P4G", reward="utility", out=str(Path("unused")))
+    with pytest.raises(ValueError, match="no deal"):
+        planner_training.train_planner(config)

@@ -29,7 +29,9 @@ __all__ = [
     "interface_lines",
     "play_moves",
     "random_rate",
+    "random_records",
     "scripted_rate",
+    "scripted_records",
 ]
 
 Outcome = tuple[bool, float, int]
@@ -152,16 +154,35 @@ def best_fixed_sequence(
     return moves, best
 
 
-def random_rate(env: Any, seeds: Sequence[int], seed: int = 0) -> float:
-    """SR of uniformly random actions (one draw per exchange, from ``seed``) on ``seeds``."""
+def random_records(env: Any, seeds: Sequence[int], seed: int = 0) -> list[dict[str, Any]]:
+    """The episode records of uniformly random actions (one draw per exchange, from ``seed``).
+
+    An episode the draws did not finish (a view whose budget exceeds ``max_exchanges``) has
+    the record ``{"success": False}``.
+    """
     rng = np.random.default_rng(seed)
     n, budget = int(env.action_space.n), int(getattr(env, "max_exchanges", 8))
-    wins = [play_moves(env, rng.integers(n, size=budget).tolist(), s)[0] for s in seeds]
+    records: list[dict[str, Any]] = []
+    for episode_seed in seeds:
+        env.reset(seed=episode_seed)
+        record: dict[str, Any] = {"success": False}
+        for action in rng.integers(n, size=budget).tolist():
+            _, _, terminated, truncated, info = env.step(int(action))
+            if terminated or truncated:
+                record = dict(info.get("episode") or {"success": bool(info.get("success"))})
+                break
+        records.append(record)
+    return records
+
+
+def random_rate(env: Any, seeds: Sequence[int], seed: int = 0) -> float:
+    """SR of uniformly random actions (one draw per exchange, from ``seed``) on ``seeds``."""
+    wins = [bool(r.get("success")) for r in random_records(env, seeds, seed)]
     return sum(wins) / max(len(wins), 1)
 
 
-def scripted_rate(env_id: str, episodes: int, seed: int, encoder: str) -> float:
-    """SR of the ``scripted`` text agent on ``episodes`` seeds from ``seed``."""
+def scripted_records(env_id: str, episodes: int, seed: int, encoder: str) -> list[dict[str, Any]]:
+    """The episode records of the ``scripted`` text agent on ``episodes`` seeds from ``seed``."""
     from dialogue_gym.evaluation import evaluate
 
     result = evaluate(
@@ -172,7 +193,13 @@ def scripted_rate(env_id: str, episodes: int, seed: int, encoder: str) -> float:
         env_kwargs={"encoder": encoder},
         progress=False,
     )
-    return sum(bool(r["success"]) for r in result.records) / max(len(result.records), 1)
+    return [dict(r) for r in result.records]
+
+
+def scripted_rate(env_id: str, episodes: int, seed: int, encoder: str) -> float:
+    """SR of the ``scripted`` text agent on ``episodes`` seeds from ``seed``."""
+    records = scripted_records(env_id, episodes, seed, encoder)
+    return sum(bool(r["success"]) for r in records) / max(len(records), 1)
 
 
 def interface_lines(

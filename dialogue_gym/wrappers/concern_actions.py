@@ -284,8 +284,10 @@ class ListeningFeatures:
         self._asks = 0
         self.replies: list[str] = []  # the user's replies so far (what ``reflect`` says back)
 
-    def record(self, move: int) -> None:
-        """Counts the move just chosen."""
+    def record(self, move: int | np.ndarray) -> None:
+        """Counts the move just chosen (an index, or a one-hot / soft vector: its argmax)."""
+        if np.ndim(move):
+            move = int(np.argmax(move))
         name = self.move_names[int(move)]
         if name.startswith("answer:"):
             concern = self.concern_ids.index(name.partition(":")[2])

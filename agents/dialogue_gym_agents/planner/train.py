@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,10 +44,10 @@ from torch import nn
 
 import dialogue_gym
 from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.data import Dialogue
+from dialogue_gym.data import Dialogue, Turn
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.registry import spec
-from dialogue_gym.wrappers import ConcernActions, StrategyActions
+from dialogue_gym.wrappers import ConcernActions, ListeningFeatures, ListeningMoves, StrategyActions
 from dialogue_gym.wrappers.strategy_actions import split_sentences
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
 from dialogue_gym_agents.common.cli import run_trainer
@@ -82,6 +82,7 @@ __all__ = [
     "build_ppo",
     "copy_actor_weights",
     "corpus_examples",
+    "corpus_labels",
     "main",
     "make_training_env",
     "pretrain",
@@ -106,17 +107,21 @@ class PlannerConfig(TrainConfig):
     view: Literal["strategy", "concern"] = option(
         "strategy",
         "actions: the card's strategies (StrategyActions), or listening moves (ConcernActions: "
-        "answer concern c, probe, reflect, ask ...; PPO only, no corpus labels for them)",
+        "answer concern c, probe, reflect, ask ...)",
     )
-    pretrain_epochs: int = option(
-        20, "epochs of supervised pretraining on corpus strategy labels (0: skip)"
+    pretrain_epochs: int | None = option(
+        None,
+        "epochs of supervised pretraining on the corpus (0: skip; default: 20 on the strategy "
+        "view, on the corpus's strategy labels; 0 on the concern view, where each corpus turn "
+        "is labelled with its nearest listening move)",
     )
     pretrain_lr: float = option(1e-3, "Adam learning rate of pretraining")
     pretrain_batch_size: int = option(64, "minibatch size of pretraining")
-    reward: Literal["success", "judge", "env"] = option(
+    reward: Literal["success", "judge", "env", "utility"] = option(
         "success",
         "PPO reward: success (1 when the dialogue succeeds), judge (PPDPP: the success "
-        "judge's score of each exchange) or env (the env's r_S, MASP's latent progress)",
+        "judge's score of each exchange), env (the env's r_S, MASP's latent progress) or "
+        "utility (negotiation: the buyer utility of a successful deal, what SL ranks)",
     )
     ppo_steps: int = option(
         400_000, "PPO environment steps, one exchange each (0: skip PPO; ~5-10 CPU minutes)"
@@ -158,6 +163,8 @@ class PlannerConfig(TrainConfig):
     )
 
     def __post_init__(self) -> None:
+        if self.pretrain_epochs is None:
+            self.pretrain_epochs = 20 if self.view == "strategy" else 0
         positive = ("pretrain_batch_size", "n_envs", "n_steps", "batch_size", "n_epochs")
         for name in positive:
             if getattr(self, name) < 1:
@@ -181,12 +188,22 @@ class PlannerConfig(TrainConfig):
 
 
 def corpus_examples(
-    dialogues: Sequence[Dialogue], features: StrategyFeatures, mapper: LabelMapper
+    dialogues: Sequence[Dialogue],
+    features: StrategyFeatures | ListeningFeatures,
+    label: Callable[[Turn, list[str]], np.ndarray | None],
+    n_actions: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Feature vectors and soft strategy targets of the system turns within the first T exchanges.
+    """Feature vectors and soft action targets of the system turns within the first T exchanges.
+
+    Args:
+        dialogues: The corpus dialogues.
+        features: The view's feature tracker (what the env's view would observe).
+        label: ``label(turn, replies)``: a system turn's target over the actions given the user
+            replies before it (``None``: the turn has no label and is skipped).
+        n_actions: Number of actions.
 
     Returns:
-        ``(X [n, n_features] float32, Y [n, n_strategies] float32)``.
+        ``(X [n, n_features] float32, Y [n, n_actions] float32)``.
     """
     replies: list[str] = []  # the user replies seen before the T-th system turn
     for dialogue in dialogues:
@@ -209,8 +226,8 @@ def corpus_examples(
             if turn.role == "system":
                 if exchange >= features.max_exchanges:
                     break
-                target = mapper(turn.acts)
                 x = features.observe({"history": tuple(history), "role": 0, "exchange": exchange})
+                target = label(turn, [h["text"] for h in history if h["speaker"] == 1])
                 if target is not None:
                     xs.append(x)
                     ys.append(target)
@@ -218,10 +235,38 @@ def corpus_examples(
                 exchange += 1
             if turn.text:
                 history.append({"speaker": 0 if turn.role == "system" else 1, "text": turn.text})
-    k = len(features.strategy_names)
     if not xs:
-        return np.zeros((0, features.n_features), np.float32), np.zeros((0, k), np.float32)
+        return np.zeros((0, features.n_features), np.float32), np.zeros((0, n_actions), np.float32)
     return np.stack(xs).astype(np.float32), np.stack(ys).astype(np.float32)
+
+
+def corpus_labels(
+    card: TaskCard, moves: ListeningMoves | None, encoder: Encoder
+) -> tuple[Callable[[Turn, list[str]], np.ndarray | None], Callable[[], dict[str, Any]]]:
+    """How corpus turns are labelled, and a report of the labels given so far.
+
+    The strategy view maps the corpus's strategy labels to the card's strategies
+    (:class:`~dialogue_gym_agents.training.corpora.LabelMapper`); the concern view labels each
+    system turn with its nearest listening move there (:meth:`ListeningMoves.nearest`).
+    """
+    if moves is None:
+        mapper = LabelMapper(card)
+
+        def by_strategy(turn: Turn, replies: list[str]) -> np.ndarray | None:
+            return mapper(turn.acts)
+
+        return by_strategy, mapper.report
+    eye = np.eye(len(moves.names), dtype=np.float32)
+    counts = dict.fromkeys(moves.names, 0)
+
+    def by_move(turn: Turn, replies: list[str]) -> np.ndarray | None:
+        if not turn.text.strip():
+            return None
+        move = moves.nearest(turn.text, replies, encoder)
+        counts[moves.names[move]] += 1
+        return eye[move]
+
+    return by_move, lambda: {"labels": "nearest listening move", "move_counts": dict(counts)}
 
 
 def pretrain(
@@ -238,9 +283,10 @@ def pretrain(
     """
     inputs, targets = torch.as_tensor(X), torch.as_tensor(Y)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.pretrain_lr)
-    bar = progress_bar(config.pretrain_epochs, "pretraining", config.progress, unit="epoch")
+    epochs = config.pretrain_epochs or 0
+    bar = progress_bar(epochs, "pretraining", config.progress, unit="epoch")
     stats: dict[str, float] = {}
-    for epoch in range(1, config.pretrain_epochs + 1):
+    for epoch in range(1, epochs + 1):
         order = torch.randperm(len(inputs), generator=run.torch)
         total, right = 0.0, 0.0
         for start in range(0, len(order), config.pretrain_batch_size):
@@ -264,7 +310,7 @@ def pretrain(
 # -- phase 2: PPO ----------------------------------------------------------------------------------
 
 
-REWARDS = ("success", "judge", "env")
+REWARDS = ("success", "judge", "env", "utility")
 """PPO reward signals: see :class:`PlannerConfig` ``reward``."""
 
 
@@ -280,7 +326,8 @@ class _DialogueOutcome(gym.Wrapper):
             SR objective itself); ``"judge"``: the success judge's score of the exchange
             (PPDPP's reward: the critic's scalar of the user's state, e.g. P4G refused −1,
             neutral −0.5, positive 0.1, agree 1); ``"env"``: the env's own system reward r_S
-            (MASP's latent progress Δs).
+            (MASP's latent progress Δs); ``"utility"``: on a negotiation, the buyer utility
+            of the deal at the exchange that closes it (SL, what ranks negotiators), else 0.
     """
 
     def __init__(self, env: gym.Env, reward: str = "success") -> None:
@@ -300,6 +347,8 @@ class _DialogueOutcome(gym.Wrapper):
             reward = float(info.get("success_score", 0.0))
         elif self.reward == "success":
             reward = float(bool(info.get("success")))
+        elif self.reward == "utility":
+            reward = float(info.get("utility") or 0.0) if info.get("success") else 0.0
         if "episode" in info:
             info = {
                 **info,
@@ -417,7 +466,9 @@ def _setup(config: PlannerConfig) -> tuple[TaskCard, str, int, Encoder]:
     env_id = spec(f"{card.id}-{config.user}").id
     if config.view == "concern" and config.realizer == "llm":
         raise ValueError("--view concern realizes its moves itself: use --realizer template")
-    if config.pretrain_epochs > 0 and config.view == "strategy":
+    if config.reward == "utility" and card.success_judge.kind != "deal":
+        raise ValueError(f"--reward utility is a negotiation's: {card.id} has no deal (CB has)")
+    if config.pretrain_epochs:
         try:
             corpus_of(card.id)
         except ValueError as exc:
@@ -450,7 +501,7 @@ def train_planner(config: PlannerConfig) -> Path:
     timings: dict[str, float] = {}
     info: dict[str, Any] = {}
     with writer, RunLogger(writer.path, tensorboard=config.tensorboard) as log:
-        if config.pretrain_epochs > 0 and moves is None:  # corpus labels are strategies
+        if config.pretrain_epochs:
             start, cpu = time.perf_counter(), time.process_time()
             split = config.split or TRAIN_SPLITS.get(card.id, "train")
             dialogues = load_training_dialogues(
@@ -461,13 +512,10 @@ def train_planner(config: PlannerConfig) -> Path:
                 max_dialogues=config.max_dialogues,
                 rng=run.numpy,
             )
-            mapper = LabelMapper(card)
-            assert isinstance(features, StrategyFeatures)
-            X, Y = corpus_examples(dialogues, features, mapper)
+            label, report = corpus_labels(card, moves, encoder)
+            X, Y = corpus_examples(dialogues, features, label, n_actions)
             if len(X) == 0:
-                raise ValueError(
-                    f"no {card.id} corpus turn carries a label that maps to a card strategy"
-                )
+                raise ValueError(f"no {card.id} corpus turn carries a label of this view")
             timings["features_s"] = time.perf_counter() - start
             timings["features_cpu_s"] = time.process_time() - cpu
             start, cpu = time.perf_counter(), time.process_time()
@@ -479,7 +527,7 @@ def train_planner(config: PlannerConfig) -> Path:
                 "split": split,
                 "dialogues": len(dialogues),
                 "examples": len(X),
-                **mapper.report(),
+                **report(),
                 **stats,
             }
         if config.ppo_steps > 0:

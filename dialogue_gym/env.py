@@ -33,6 +33,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from dialogue_gym.argtypes import check_seed
 from dialogue_gym.card_schema import exchange_budget
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.env_components import (
@@ -284,17 +285,16 @@ class DialogueEnv(ParallelEnv):
         """Starts an episode; the same seed gives the same persona, transcript and rewards.
 
         Args:
-            seed: Seeds the episode (persona draw, user and judge randomness).
-            options: ``{"persona": Persona}`` and/or ``{"listing": Listing}`` pin this
-                episode's user to that persona (a seller to that listing) instead of drawing
-                one from the pool, e.g. the persona built from one real dialogue
-                (:func:`dialogue_gym.users.corpus.personas_from_seeds`); other keys are
-                ignored.
+            seed: Seeds the episode (persona draw, user and judge randomness): an int >= 0.
+            options: ``{"persona": Persona}`` and/or ``{"listing": Listing}`` pin this episode's
+                user to that persona (a seller to that listing) instead of drawing one from the
+                pool, e.g. the persona built from one real dialogue
+                (:func:`dialogue_gym.users.corpus.personas_from_seeds`); other keys are ignored.
 
         Raises:
-            ValueError: A pin the user model has no pool for.
+            ValueError: A pin the user model has no pool for, or a bad seed (:func:`check_seed`).
         """
-        if seed is not None:
+        if check_seed(seed) is not None:
             self._rng = np.random.default_rng(seed)
         self._reset_state()
         self.agents = list(self.possible_agents)

@@ -52,6 +52,7 @@ from tqdm.auto import tqdm
 
 from dialogue_gym import metrics, run_config
 from dialogue_gym.agents import Agent, AgentSource, AgentSpec, agent_sources
+from dialogue_gym.argtypes import check_seed
 from dialogue_gym.episode_loop import SYSTEM, Job, base_env, merge_usage, usage_of
 from dialogue_gym.executors import (
     Executor,
@@ -116,21 +117,15 @@ def _check_episodes(episodes: Any) -> int:
     return int(episodes)
 
 
-def _check_seed(seed: Any) -> int:
-    if not _is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return int(seed)
-
-
 def _check_seeds(seed: Any, seeds: Sequence[int] | None, episodes: int) -> list[int]:
     """The base seeds of the run: ``[seed]``, or ``seeds`` checked for overlapping blocks."""
     if seeds is None:
-        return [_check_seed(seed)]
+        return [check_seed(seed, optional=False)]
     if seed != 0:
         raise ValueError("pass either seed or seeds, not both")
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds must be a non-empty list of ints, got {seeds!r}")
-    bases = sorted(_check_seed(s) for s in seeds)
+    bases = sorted(check_seed(s, f"seeds[{i}]", optional=False) for i, s in enumerate(seeds))
     for low, high in itertools.pairwise(bases):
         if high - low < episodes:
             raise ValueError(
@@ -198,7 +193,7 @@ def evaluate(
             ``num_envs=1`` only, since one object plays one episode at a time).
         env_ids: Registered env id(s); unversioned ids resolve to the latest version.
         episodes: Episodes per (agent, env id), 1 to 1,000,000.
-        seed: Seed of episode 0 (a non-negative int).
+        seed: Seed of episode 0 (a non-negative int; numpy integers too, bools not).
         out: Output directory (created if missing; locked while the call runs), or ``None``
             to write nothing. A folder already holding episodes of an (agent, env id) with
             other agent or env options is refused (:mod:`dialogue_gym.run_config`).
@@ -239,7 +234,9 @@ def evaluate(
         ValueError: Bad ``episodes``/``seed``/names, ``env_kwargs`` that make an env whose
             system seat is not the only external one, an agent object with ``concurrency``,
             ``num_envs`` or Ray, or a factory Ray workers cannot import by name.
-        TypeError: An agent that is neither a name, a callable nor an object with ``act``.
+        TypeError: An agent that is neither a name, a callable nor an object with ``act``; a
+            seed that is not an int (:class:`~dialogue_gym.argtypes.SeedError`, which is a
+            ``ValueError`` too).
         RegistryError: An unknown env id (with the closest registered ids).
         AgentResolutionError: An unknown agent name.
         ConfigMismatchError: ``out`` holds episodes played with other options (named).

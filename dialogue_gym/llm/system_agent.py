@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dialogue_gym.argtypes import check_seed
 from dialogue_gym.backends import Backend, Completion, GenerationParams, make_backend
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.llm import parsing, prompts
@@ -207,10 +208,13 @@ class LLMSystemAgent:
     # -- the agent protocol ---------------------------------------------------------------------
 
     def reset(self, seed: int | None = None) -> None:
-        """Starts an episode: its seed seeds every request until the next reset."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"seed must be an int or None, got {seed!r}")
-        self.episode_seed = seed
+        """Starts an episode: its seed seeds every request until the next reset.
+
+        Raises:
+            TypeError: ``seed`` is not an int or ``None`` (a bool, a float, a string).
+            ValueError: ``seed`` is negative.
+        """
+        self.episode_seed = check_seed(seed)
         self._episode_fallbacks = []
         self._turns = 0
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dialogue_gym.argtypes import check_seed
 from dialogue_gym.vector.batching import SlotRunner
 
 __all__ = ["AUTORESET_MODES", "SubEnvError", "VectorBase"]
@@ -120,22 +121,22 @@ class VectorBase:
             Observations and infos, one per sub-env (a view's ``_collate`` format).
 
         Raises:
-            ValueError: A seed sequence of the wrong length.
+            TypeError: A seed that is not an int (nor a sequence of ints or ``None``).
+            ValueError: A seed sequence of the wrong length, or a negative seed.
             SubEnvError: Some sub-envs raised (the others were reset).
         """
         self._check_open()
-        if isinstance(seed, bool):
-            raise TypeError(f"reset(seed=...) takes an int or one seed per sub-env, got {seed!r}")
         seeds: list[int | None]
-        if seed is None or isinstance(seed, (int, np.integer)):
-            seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
+        if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, (str, bytes)):
+            seeds = [check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
             if len(seeds) != self.num_envs:
                 raise ValueError(
                     f"reset(seed=...) needs one seed per sub-env ({self.num_envs}), "
                     f"got {len(seeds)}"
                 )
+        else:
+            first = check_seed(seed)
+            seeds = [None if first is None else first + i for i in range(self.num_envs)]
         tasks = {
             i: functools.partial(self._slot_reset, i, seeds[i], options)
             for i in range(self.num_envs)

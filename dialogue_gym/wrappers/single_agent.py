@@ -19,6 +19,8 @@ import gymnasium as gym
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from dialogue_gym.argtypes import check_seed
+
 SEATS = ("system", "user")
 
 
@@ -107,7 +109,12 @@ class SingleAgent(gym.Env):
 
         Returns:
             The seat's observation and info.
+
+        Raises:
+            TypeError: ``seed`` is not an int or ``None`` (a bool, a float, a string).
+            ValueError: ``seed`` is negative.
         """
+        seed = check_seed(seed)  # numpy ints too, which Gymnasium's own check refuses
         super().reset(seed=seed)
         observations, infos = self.par_env.reset(seed=seed, options=options)
         info = dict(infos.get(self.seat, {}))

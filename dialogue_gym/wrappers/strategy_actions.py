@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from dialogue_gym.argtypes import check_seed
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import TemplateRealizer
@@ -234,7 +235,12 @@ class StrategyActions(gym.Env):
 
         Returns:
             The feature vector and the system seat's info.
+
+        Raises:
+            TypeError: ``seed`` is not an int or ``None`` (a bool, a float, a string).
+            ValueError: ``seed`` is negative.
         """
+        seed = check_seed(seed)  # numpy ints too, which Gymnasium's own check refuses
         super().reset(seed=seed)
         self.realizer.reset(int(self.np_random.integers(2**31)))
         self._reset_features()

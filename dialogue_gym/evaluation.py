@@ -16,7 +16,8 @@ Results on disk (``out``):
   ``config`` stamp (resolved env spec, its hash, the agent options and their hash, package
   version, encoder, T, τ_q, seeds, time).
 * ``run.json`` — the agent and env options of each (agent, env id): a resume with other
-  options is refused, naming them (:mod:`dialogue_gym.run_config`).
+  options is refused, naming them (:mod:`dialogue_gym.run_config`); how requests reach the
+  model (``base_url``, the key's variable, timeouts, retries, request concurrency) may differ.
 * ``.lock`` — present while an evaluation writes the folder: a second one is refused.
 
 Episodes play on one env in this process, on worker threads (``concurrency``), on a vector env
@@ -196,7 +197,8 @@ def evaluate(
         seed: Seed of episode 0 (a non-negative int; numpy integers too, bools not).
         out: Output directory (created if missing; locked while the call runs), or ``None``
             to write nothing. A folder already holding episodes of an (agent, env id) with
-            other agent or env options is refused (:mod:`dialogue_gym.run_config`).
+            other agent or env options is refused (:mod:`dialogue_gym.run_config`); transport
+            options (``base_url``, timeouts, retries, request concurrency) may differ.
         env_kwargs: Overrides passed to every ``make`` (e.g. ``{"encoder": "hashing"}``).
         agent_kwargs: Extra keyword arguments for every agent factory.
         progress: Show a progress bar per (agent, env id) with the running SR and RCSR.
@@ -295,14 +297,20 @@ def evaluate(
 
     out_dir = Path(out)
     with open_out_dir(out_dir):
+        stored = run_config.read_manifest(out_dir)
         manifest = run_config.check_settings(
             out_dir,
-            run_config.read_manifest(out_dir),
+            stored,
             {pair: config["agent_kwargs"] for pair, config in configs.items()},
             json_safe(env_kwargs),
         )
+        specs_by_id = {env_spec.id: env_spec for env_spec in specs}
+        earlier = {
+            pair: run_config.earlier_hashes(stored, pair, config, specs_by_id[pair[1]], env_kwargs)
+            for pair, config in configs.items()
+        }
         plan.episodes_path = out_dir / EPISODES_FILE
-        plan.done = _load_done(plan.episodes_path, configs, plan.keep_records)
+        plan.done = _load_done(plan.episodes_path, configs, plan.keep_records, earlier)
         run_config.write_manifest(out_dir, manifest)
         records, summaries = _run_pairs(plan, configs)
         write_json(out_dir / SUMMARY_FILE, json_safe({"created": created, "summaries": summaries}))
@@ -374,7 +382,7 @@ def _prepare(
                 configs[(name, env_spec.id)] = {
                     **pair_stamp,
                     "agent_kwargs": options,
-                    "agent_hash": run_config.agent_hash(name, options),
+                    "agent_hash": run_config.agent_hash(name, run_config.identity_options(options)),
                 }
         finally:
             env.close()
@@ -383,21 +391,26 @@ def _prepare(
 
 
 def _load_done(
-    path: Path, configs: Mapping[tuple[str, str], Mapping[str, Any]], keep: bool
+    path: Path,
+    configs: Mapping[tuple[str, str], Mapping[str, Any]],
+    keep: bool,
+    earlier: Mapping[tuple[str, str], Mapping[str, set[str]]],
 ) -> dict[RecordKey, dict[str, Any]]:
     """The recorded episodes of this call's pairs (:func:`~dialogue_gym.journal.read_episodes`).
 
     An incomplete last line is cut off the file (its episode plays again); records made with
-    another env or agent configuration are refused.
+    another env or agent configuration are refused (``earlier``: the hashes of older records
+    also accepted per pair, :func:`~dialogue_gym.run_config.earlier_hashes`).
     """
     if not path.exists():
         return {}
 
     def take(record: dict[str, Any]) -> dict[str, Any] | None:
-        config = configs.get((record["agent"], record["env_id"]))
+        pair = (record["agent"], record["env_id"])
+        config = configs.get(pair)
         if config is None:
             return None
-        check_stamps(record, config)
+        check_stamps(record, config, earlier[pair])
         return slim_record(record, keep)
 
     return read_episodes(path, take=take, repair=True).records

@@ -10,7 +10,14 @@ Everything that changes an episode's transcript is pinned per (agent, env id) of
 written before the first episode, so that a resume with other options is refused with a
 message naming each differing option (:func:`check_settings`); the per-record hashes catch a
 folder whose manifest is gone. Options that do not change what is played (``--concurrency``,
-``--num-envs``, ``--executor``, the number of episodes, progress bars) are not pinned.
+``--num-envs``, ``--executor``, the number of episodes, progress bars) are not pinned, and
+neither is how requests reach the model (:data:`TRANSPORT`: ``--base-url``, the API key's
+variable, timeouts, retries, request concurrency), so a run moved to another endpoint of the
+same model resumes; the model, its sampling options and the prompts stay pinned.
+
+Records written before transport options left the identity carry hashes that include them;
+a resume still accepts those (:func:`earlier_hashes`), from the options the folder's
+``run.json`` holds or the same options as now.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT",
+    "TRANSPORT",
     "ConfigMismatchError",
     "agent_hash",
     "check_settings",
     "check_stamps",
     "components",
     "config_hash",
+    "earlier_hashes",
+    "identity_options",
     "json_safe",
     "read_manifest",
     "received_options",
@@ -147,12 +157,13 @@ def check_settings(
                     "agent": agent,
                     "env_id": env_id,
                     "agent_options": dict(agent_options),
-                    "agent_hash": agent_hash(agent, agent_options),
+                    "agent_hash": agent_hash(agent, identity_options(agent_options)),
                     "env_options": dict(env_options),
                 }
             )
             continue
-        problems = _diff("agent", entry.get("agent_options") or {}, agent_options)
+        stored_agent = entry.get("agent_options") or {}
+        problems = _diff("agent", identity_options(stored_agent), identity_options(agent_options))
         stored = entry.get("env_options") or {}
         problems += _diff("env", outcome_options(stored), outcome_options(env_options))
         if problems:
@@ -195,10 +206,46 @@ def json_safe(value: Any) -> Any:
 RUNTIME_ONLY = frozenset({"threads"})
 """Env options that change how fast episodes run, never what is played (may differ on resume)."""
 
+TRANSPORT = frozenset(
+    {
+        "base_url",
+        "api_key_env",
+        "timeout",
+        "max_retries",
+        "max_concurrency",
+        "base_delay",
+        "max_delay",
+        "max_retry_after",
+    }
+)
+"""Backend options that say how requests reach the model (endpoint, key, waits, retries, how
+many at once), not which model answers or what it is asked: not part of a run's identity,
+whether given as agent options or inside an agent's or env's ``backend_options``."""
+
+
+def identity_options(
+    options: Mapping[str, Any], leave_out: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``options`` without :data:`TRANSPORT` (nor ``leave_out``): what a run's identity holds.
+
+    Transport options are left out at the top level and inside ``backend_options`` (which is
+    left out altogether when nothing else is in it).
+    """
+    kept: dict[str, Any] = {}
+    for key, value in options.items():
+        if key in TRANSPORT or key in leave_out:
+            continue
+        if key == "backend_options" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k not in TRANSPORT}
+            if not value:
+                continue
+        kept[key] = value
+    return kept
+
 
 def outcome_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` without the :data:`RUNTIME_ONLY` ones: what decides the transcripts."""
-    return {k: v for k, v in options.items() if k not in RUNTIME_ONLY}
+    """Env ``options`` without :data:`RUNTIME_ONLY` and transport ones: what decides the play."""
+    return identity_options(options, RUNTIME_ONLY)
 
 
 def config_hash(resolved: Mapping[str, Any]) -> str:
@@ -224,16 +271,11 @@ def stamp(
     """
     base = getattr(env, "unwrapped", env)
     resolved = env_spec.resolved(**env_kwargs)
-    hashed = outcome_options(resolved)
     encoder = getattr(base, "encoder", None)
     parts = components(base)
     return {
         "env": json_safe(resolved),
-        # The prompts are part of an LLM-judged configuration: a new prompt version must not
-        # resume into results made with the old one.
-        "config_hash": config_hash(
-            {**hashed, "components": parts} if "backend" in parts else hashed
-        ),
+        "config_hash": _env_hash(outcome_options(resolved), parts),
         "components": parts,
         "dialogue_gym_version": __version__,
         "encoder": getattr(encoder, "name", None) or resolved.get("encoder"),
@@ -244,6 +286,55 @@ def stamp(
         "T": int(getattr(base, "max_exchanges", metrics.DEFAULT_T)),
         "tau_q": metrics.TAU_Q,
         "created": created,
+    }
+
+
+def _env_hash(hashed: Mapping[str, Any], parts: Mapping[str, Any]) -> str:
+    """``config_hash`` of the env options that decide the play, with an LLM's components."""
+    # The prompts are part of an LLM-judged configuration: a new prompt version must not
+    # resume into results made with the old one.
+    return config_hash({**hashed, "components": parts} if "backend" in parts else dict(hashed))
+
+
+def earlier_hashes(
+    manifest: Mapping[str, Any],
+    pair: tuple[str, str],
+    config: Mapping[str, Any],
+    env_spec: EnvSpec,
+    env_options: Mapping[str, Any],
+) -> dict[str, set[str]]:
+    """The hashes of ``pair``'s records written before transport left a run's identity.
+
+    Those records hashed every option but the env's ``threads``, transport ones included.
+    A resume accepts them when they come from the options the folder's ``run.json`` holds
+    for the pair (:func:`check_settings` has checked that these differ from this call's in
+    transport options at most) or from this call's options.
+
+    Args:
+        manifest: The folder's :func:`read_manifest`, as it was before this call.
+        pair: The agent and env id.
+        config: The pair's stamp (:func:`stamp`, with the agent's ``agent_kwargs``).
+        env_spec: The env id's spec.
+        env_options: This call's ``make`` overrides.
+
+    Returns:
+        ``{"config_hash": {...}, "agent_hash": {...}}``: the extra hashes accepted.
+    """
+    agent_options = [config["agent_kwargs"]]
+    all_env_options = [env_options]
+    for entry in manifest.get("pairs", ()):
+        if isinstance(entry, dict) and (entry.get("agent"), entry.get("env_id")) == pair:
+            agent_options.append(entry.get("agent_options") or {})
+            all_env_options.append(entry.get("env_options") or {})
+    parts = config["components"]
+
+    def old_env_hash(options: Mapping[str, Any]) -> str:
+        resolved = env_spec.resolved(**options)
+        return _env_hash({k: v for k, v in resolved.items() if k not in RUNTIME_ONLY}, parts)
+
+    return {
+        "config_hash": {old_env_hash(options) for options in all_env_options},
+        "agent_hash": {agent_hash(pair[0], options) for options in agent_options},
     }
 
 
@@ -287,8 +378,17 @@ def received_options(
     return received
 
 
-def check_stamps(record: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+def check_stamps(
+    record: Mapping[str, Any],
+    config: Mapping[str, Any],
+    earlier: Mapping[str, set[str]] | None = None,
+) -> None:
     """Refuses a recorded episode whose env or agent stamp differs from ``config``'s.
+
+    Args:
+        record: The recorded episode.
+        config: The stamp of this call's pair.
+        earlier: Other hashes accepted per field (:func:`earlier_hashes`).
 
     Raises:
         ConfigMismatchError: A differing ``config_hash`` or ``agent_hash``, or a record
@@ -305,7 +405,7 @@ def check_stamps(record: Mapping[str, Any], config: Mapping[str, Any]) -> None:
                 f"{what} without the {kind} configuration stamp ({field}) that resuming needs "
                 "(written by an older dialogue-gym); use another output directory"
             )
-        if stamped != config[field]:
+        if stamped != config[field] and stamped not in (earlier or {}).get(field, ()):
             raise ConfigMismatchError(
                 f"{what} from a different {kind} configuration ({field} {stamped} != "
                 f"{config[field]}); use another output directory"

@@ -22,8 +22,10 @@ Errors print one line to stderr, never a traceback. Exit status:
   a corrupt ``episodes.jsonl`` line;
 * ``3`` — ``eval`` stopped because a result file could not be written (e.g. disk full); the
   finished episodes are kept and rerunning the same command resumes;
-* ``130`` — interrupted (Ctrl-C); ``143`` — terminated (``SIGTERM``). The finished episodes
-  are kept; no new episode starts after the signal;
+* ``130`` — interrupted (Ctrl-C); ``143`` — terminated (``SIGTERM``). ``eval`` exits within
+  about a second: the finished episodes are kept, no new episode starts, and the episodes in
+  flight are dropped without waiting for their requests (they play again on resume). A second
+  Ctrl-C (or ``SIGTERM``) while it stops exits at once, with the same status;
 * ``141`` — the reader of the output went away (``dialogue-gym list | head``); nothing else
   is printed.
 """
@@ -86,21 +88,46 @@ class Terminated(KeyboardInterrupt):
     """``SIGTERM`` during ``eval``: stops the run the way Ctrl-C does (exit status 143)."""
 
 
+def _exit_status(signum: int) -> int:
+    return EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
+
+
 @contextlib.contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
-    """Turns ``SIGTERM`` into :class:`Terminated`, so cleanup (Ray, threads, lock) runs."""
+def _signals_stop_the_run() -> Iterator[None]:
+    """Ctrl-C and ``SIGTERM`` stop the run; a second one while it stops exits at once.
+
+    The first signal raises ``KeyboardInterrupt`` (:class:`Terminated` for ``SIGTERM``) in
+    the main thread, so the cleanup runs: the finished episodes are written, Ray and the lock
+    are released. A second signal during that cleanup ends the process on the spot
+    (``os._exit``, status 130 or 143) with one line on stderr: no traceback, nothing left
+    waiting. A record being written then may be cut short; the next run cuts that line off
+    and plays its episode again (:mod:`dialogue_gym.journal`). Once a signal came, the
+    handler stays for the rest of the process, which is ending. An inherited "ignore" of
+    ``SIGINT`` (a background job of a shell without job control) is kept.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopping = False
 
     def handler(signum: int, frame: Any) -> None:
-        raise Terminated
+        nonlocal stopping
+        if stopping:
+            os.write(2, b"\ndialogue-gym: stopped at once (second signal)\n")
+            os._exit(_exit_status(signum))
+        stopping = True
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not stopping:
+            for signum, before in previous.items():
+                signal.signal(signum, before)
 
 
 # -- argument types ----------------------------------------------------------------------------
@@ -360,24 +387,28 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     agent_kwargs = dict(parse_agent_option(option) for option in args.agent_options)
     if args.base_url is not None:
         agent_kwargs["base_url"] = args.base_url
-    with _sigterm_stops_the_run():
-        result = evaluate(
-            args.agents,
-            args.env_ids,
-            episodes=args.episodes,
-            seed=args.seed,
-            out=run_dir,
-            env_kwargs=env_kwargs,
-            agent_kwargs=agent_kwargs,
-            progress=not args.no_progress,
-            concurrency=args.concurrency,
-            seeds=args.seeds,
-            executor=args.executor,
-            ray_address=args.ray_address,
-            num_envs=args.num_envs,
-            retry_errored=args.retry_errored,
-            keep_records=False,  # memory stays flat however long the run
-        )
+    try:
+        with _signals_stop_the_run():
+            result = evaluate(
+                args.agents,
+                args.env_ids,
+                episodes=args.episodes,
+                seed=args.seed,
+                out=run_dir,
+                env_kwargs=env_kwargs,
+                agent_kwargs=agent_kwargs,
+                progress=not args.no_progress,
+                concurrency=args.concurrency,
+                seeds=args.seeds,
+                executor=args.executor,
+                ray_address=args.ray_address,
+                num_envs=args.num_envs,
+                retry_errored=args.retry_errored,
+                keep_records=False,  # memory stays flat however long the run
+            )
+    except KeyboardInterrupt as exc:
+        hint = f"the finished episodes are in {run_dir}; rerun the same command to resume"
+        raise type(exc)(hint) from None
     print(result.table(), file=out)
     for agent, tasks in result.worst_case().items():
         for task, worst in tasks.items():
@@ -500,7 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_WRITE_FAILED
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, Terminated)
-        print("\nterminated" if terminated else "\ninterrupted", file=sys.stderr)
+        what = "terminated" if terminated else "interrupted"
+        print(f"\n{what}: {exc}" if str(exc) else f"\n{what}", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``dialogue-gym list | head``): stop quietly, like other Unix

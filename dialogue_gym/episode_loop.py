@@ -8,9 +8,11 @@ Stopping: :func:`run_threaded` plays its jobs on worker threads, writes their re
 writer thread and, on any exception (Ctrl-C in the driving thread, which only waits, so the
 signal takes effect even during a slow write; a failed write), cancels the jobs not started and
 tells the running ones to stop before their next step (:class:`EpisodeStopped`): no episode
-starts after the signal and at most one step per worker is still in flight. Episodes that end
-while it waits are recorded on Ctrl-C; the abandoned ones are not recorded and play again on
-resume.
+starts after the signal. On Ctrl-C it does not wait for the running ones either: a worker
+inside an LLM request may wait for it for as long as the endpoint takes (a slow endpoint: 20 s
+and more), so the workers (daemon threads, :class:`~dialogue_gym.threads.DaemonPool`) are
+abandoned and the process exits without them. The episodes that had ended are recorded; the
+abandoned ones are not, and play again on resume.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, NamedTuple
 
 from dialogue_gym import metrics
 from dialogue_gym.agents import Agent
+from dialogue_gym.threads import DaemonPool
 
 __all__ = [
     "SYSTEM",
@@ -208,27 +211,34 @@ def run_episode(
         env: The env.
         agent: The system agent.
         seed: The reset seed.
-        stop: Checked before the reset and before each agent turn.
+        stop: Checked before the reset, before each agent turn and before each step.
 
     Raises:
-        EpisodeStopped: ``stop`` was set before the episode ended.
+        EpisodeStopped: ``stop`` was set before the episode ended, or the episode failed
+            once it was set (a request cut short by the stop is no error of the episode's).
     """
-    if stop is not None and stop.is_set():
-        raise EpisodeStopped(f"not started (seed {seed})")
+
+    def check(what: str) -> None:
+        if stop is not None and stop.is_set():
+            raise EpisodeStopped(f"{what} (seed {seed})")
+
+    check("not started")
     observations, _ = env.reset(seed=seed)
     episode = Episode(env, agent, seed, observations)
     while not episode.done:
-        if stop is not None and stop.is_set():
-            raise EpisodeStopped(f"stopped mid-episode (seed {seed})")
+        check("stopped mid-episode")
         action = episode.act()
         if episode.done:
             break
+        check("stopped mid-episode")
         try:
             observations, _, terminations, truncations, infos = env.step({SYSTEM: action})
         except Exception as exc:  # an action or backend failure: recorded, the run goes on
             episode.fail_step(exc)
             break
         episode.observe(observations, terminations, truncations, infos)
+    if episode.error is not None:
+        check("failed while stopping")
     return episode.record()
 
 
@@ -351,7 +361,11 @@ def run_threaded(
     ``finish`` runs on one writer thread, never two calls at once, in completion order; the
     calling thread only waits, so Ctrl-C stops the workers at once even while ``finish`` is
     inside a slow write (a journal ``fsync`` on a busy disk can take seconds). Once stopped,
-    it waits for the write in progress: records stay whole.
+    it waits for the write in progress (records stay whole) and writes the episodes that had
+    ended. On Ctrl-C (``KeyboardInterrupt``, or a subclass such as the command line's
+    ``SIGTERM``) it does not wait for the running episodes: their workers are daemon threads,
+    left to end with the process, and their episodes are not recorded. On any other exception
+    it waits for them to stop at their next step.
 
     Args:
         todo: The episodes.
@@ -366,7 +380,7 @@ def run_threaded(
             were cancelled and the running ones stopped at their next step.
     """
     stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="episode")
+    pool = DaemonPool(threads, name="episode")
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episode-writer")
     queue = iter(todo)
     running: dict[Future[dict[str, Any]], Job] = {}
@@ -397,24 +411,23 @@ def run_threaded(
                 written.result()  # a failed write stops the run
                 submit_next()
     except KeyboardInterrupt:
-        _stop(pool, stop)
+        # Ctrl-C: a worker may sit in a request for as long as the endpoint takes, so the
+        # running episodes are abandoned, not waited for; no further step of theirs starts.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         writer.shutdown(wait=True)  # the write in progress completes: records stay whole
         if writing is None or writing.exception() is None:
-            # Episodes that ended while the others stopped are complete: keep them.
+            # Episodes that had ended are complete: keep them.
             for future, job in sorted(running.items(), key=lambda item: item[1]):
-                if not future.cancelled() and future.exception() is None:
+                if future.done() and not future.cancelled() and future.exception() is None:
                     ended.append((job, future.result()))
             for job, record in ended:
                 finish(job, record)
         raise
     except BaseException:
-        _stop(pool, stop)
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
         writer.shutdown(wait=True)
         raise
     pool.shutdown(wait=True)
     writer.shutdown(wait=True)
-
-
-def _stop(pool: ThreadPoolExecutor, stop: threading.Event) -> None:
-    stop.set()
-    pool.shutdown(wait=True, cancel_futures=True)

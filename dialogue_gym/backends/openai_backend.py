@@ -7,6 +7,10 @@ from a per-backend seeded RNG. Async calls are limited by a ``max_concurrency`` 
 (per event loop; threaded sync calls by a semaphore of the same size). Tokens and cost are
 accounted per component.
 
+Closing the backend while sync requests are in flight (a run stopped by Ctrl-C leaves them
+behind) waits for none of them: their connections are closed when they return, they are not
+retried, and the threads of ``complete`` are daemon threads, which never delay the exit.
+
 The API key is read from an environment variable (``api_key_env``) and handed to the client
 only: it is not an attribute of the backend, and error messages and logs are scrubbed of it.
 """
@@ -22,8 +26,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dialogue_gym.backends.base import (
@@ -45,6 +48,7 @@ from dialogue_gym.backends.openai_failures import (
     parse_retry_after,
     transport_errors,
 )
+from dialogue_gym.threads import DaemonPool
 
 __all__ = ["OpenAIBackend"]
 
@@ -148,7 +152,10 @@ class OpenAIBackend(BaseBackend):
         self._async_clients: weakref.WeakKeyDictionary[Any, tuple[Any, asyncio.Semaphore, Any]] = (
             weakref.WeakKeyDictionary()
         )
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonPool | None = None
+        self._in_flight = 0  # sync attempts using a client
+        self._retired: list[Any] = []  # clients closed while in use: the last attempt closes them
+        self._generation = 0  # bumped by close(): attempts of an older one are not retried
         self._transport_errors = transport_errors()
         key = os.environ.get(api_key_env) or None
         self._key_missing = key is None and base_url is None
@@ -195,16 +202,43 @@ class OpenAIBackend(BaseBackend):
             await entry[2].__anext__()
         return entry[0], entry[1]
 
+    @contextlib.contextmanager
+    def _using_client(self) -> Iterator[Any]:
+        """The sync client, kept open until the attempt using it ends (see :meth:`close`)."""
+        client = self._client()
+        with self._client_lock:
+            self._in_flight += 1
+        try:
+            yield client
+        finally:
+            with self._client_lock:
+                self._in_flight -= 1
+                retired: list[Any] = []
+                if not self._in_flight:
+                    retired, self._retired = self._retired, []
+            for old in retired:
+                with contextlib.suppress(Exception):
+                    old.close()
+
     def close(self) -> None:
-        """Close the HTTP clients and the worker threads."""
+        """Close the HTTP clients and the worker threads, without waiting for any request.
+
+        Requests in flight (abandoned by a run that stopped) are not retried once they end,
+        and the client they use is closed when the last of them returns. The backend may be
+        used again: it opens a new client.
+        """
         with self._client_lock:
             client, self._sync_client = self._sync_client, None
             pool, self._pool = self._pool, None
             self._async_clients = weakref.WeakKeyDictionary()
+            self._generation += 1
+            if client is not None and self._in_flight:
+                self._retired.append(client)
+                client = None
         if client is not None:
             client.close()
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
     async def aclose(self) -> None:
         """Close the async client of the running event loop (and the sync resources)."""
@@ -400,8 +434,7 @@ class OpenAIBackend(BaseBackend):
 
     def _attempt(self, messages: Messages, params: GenerationParams, first: int, n: int):
         kwargs = self._kwargs(messages, params, first, n)
-        client = self._client()
-        with self._sync_sem:
+        with self._using_client() as client, self._sync_sem:
             if not self.stream:
                 return self._parse(client.chat.completions.create(**kwargs), params, n)
             state = self._new_stream_state()
@@ -418,6 +451,7 @@ class OpenAIBackend(BaseBackend):
     ) -> list[Completion] | BackendError:
         if self._key_missing:
             return self._missing_key()
+        generation = self._generation
         attempt = 0
         while True:
             try:
@@ -426,12 +460,15 @@ class OpenAIBackend(BaseBackend):
                 failure = self._classify(exc)
                 if failure is None:
                     raise
-            if not failure.retryable or attempt >= self.max_retries:
+            closed = self._generation != generation  # closed meanwhile: the run stopped
+            if closed or not failure.retryable or attempt >= self.max_retries:
                 return self._give_up(failure, attempt + 1)
             delay = self._delay(attempt, failure)
             self._log_retry(failure, attempt, delay)
             self._record(component, retries=1)
             time.sleep(delay)
+            if self._generation != generation:
+                return self._give_up(failure, attempt + 1)
             attempt += 1
 
     def complete(
@@ -449,11 +486,9 @@ class OpenAIBackend(BaseBackend):
         else:
             with self._client_lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        self.max_concurrency, thread_name_prefix="dialogue_gym-openai"
-                    )
+                    self._pool = DaemonPool(self.max_concurrency, name="dialogue_gym-openai")
                 pool = self._pool
-            outcomes = list(pool.map(run, groups))
+            outcomes = pool.map(run, groups)
         return self._assemble(requests, groups, outcomes, component)
 
     # -- async ----------------------------------------------------------------------------------

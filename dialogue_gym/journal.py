@@ -210,7 +210,7 @@ class JournalReader:
                     pending = Tail(number, start, f"not UTF-8 text ({exc.reason})")
                     continue
                 except json.JSONDecodeError as exc:
-                    reason = f"not valid JSON ({exc.msg} at column {exc.colno})"
+                    reason = f"not valid JSON ({exc.msg}: column {exc.colno})"
                     pending = Tail(number, start, reason)
                     continue
                 problem = record_problem(record)

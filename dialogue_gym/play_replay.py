@@ -116,7 +116,7 @@ def parse_transcript(text: str, fmt: str, name: str) -> tuple[list[str], list[st
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(
-                f"{name} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                f"{name} is not valid JSON ({exc.msg}: line {exc.lineno} column {exc.colno}); "
                 'a .json transcript holds one list of strings, e.g. ["Hello!", "Why?"]'
             ) from None
         if not isinstance(data, list):

@@ -187,3 +187,14 @@ def test_read_head_reads_only_the_start(tmp_path: Path) -> None:
     write(path, "é".encode("utf-16"))
     with pytest.raises(CorpusError, match="UTF-16"):
         read_head(path)
+
+
+def test_invalid_json_says_where_once(tmp_path: Path) -> None:
+    # "Unterminated string starting at" read "... at at column" before issue 36.
+    lines = write(tmp_path / "train.jsonl", '{"id": "a\n')
+    with pytest.raises(CorpusError, match=r"\(Unterminated string starting at: column 8\)"):
+        list(iter_jsonl(lines))
+    document = write(tmp_path / "ESConv.json", '[{"id": "a')
+    with pytest.raises(CorpusError, match=r"\(Unterminated string starting at: column 9\)") as info:
+        list(iter_json_container(document, expect="list"))
+    assert "at at" not in str(info.value)

@@ -202,3 +202,13 @@ def test_second_evaluation_on_one_out_is_refused_with_the_holder_pid(
     _run(tiny_id, tmp_path, episodes=2)  # released: the folder is usable again
     assert len((tmp_path / EPISODES_FILE).read_text(encoding="utf-8").splitlines()) == 2
     assert not (tmp_path / ".lock").exists()
+
+
+def test_a_corrupt_line_says_where_once(tmp_path: Path) -> None:
+    # json's messages that end in "at" ("... starting at", "... character at") read "at at"
+    # before the position in older versions (issue 36).
+    path = tmp_path / EPISODES_FILE
+    path.write_text('{"agent": "a\n{}\n', encoding="utf-8")
+    with pytest.raises(JournalError, match=r"\(Invalid control character at: column 13\)") as info:
+        read_episodes(path)
+    assert "at at" not in str(info.value)

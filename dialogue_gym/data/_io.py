@@ -253,7 +253,7 @@ def _decode_line(
         raise CorpusError(
             path,
             number,
-            f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per "
+            f"invalid JSON ({exc.msg}: column {exc.colno}); expected one JSON object per "
             f"line (is the line truncated?)",
         ) from None
     except RecursionError:
@@ -384,7 +384,7 @@ def iter_json_container(
             raise CorpusError(
                 path,
                 exc.lineno,
-                f"invalid JSON ({exc.msg} at column {exc.colno}); is the file truncated?",
+                f"invalid JSON ({exc.msg}: column {exc.colno}); is the file truncated?",
             ) from None
         except RecursionError:
             raise CorpusError(path, line_at(pos), _TOO_DEEP) from None

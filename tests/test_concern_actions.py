@@ -11,9 +11,16 @@ from gymnasium.utils.env_checker import check_env
 import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.prices import asking_price_in, format_price, offer_in
 from dialogue_gym.testing.move_search import best_fixed_sequence, clairvoyant_search, play_moves
 from dialogue_gym.users.analysis import UtteranceAnalyzer
-from dialogue_gym.wrappers import ConcernActions, ListeningMoves
+from dialogue_gym.wrappers import BargainMoves, ConcernActions, ListeningMoves
+from dialogue_gym.wrappers.bargain_moves import (
+    PRICE_FEATURES,
+    PriceState,
+    buyer_target_fraction,
+    round_offer,
+)
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +128,50 @@ def test_a_turn_is_labelled_with_the_move_it_is_nearest() -> None:
     assert moves.realize("answer:feeling_heard", replies).startswith("Wait, so you finally")
 
 
-def test_a_negotiation_has_no_listening_moves() -> None:
-    with pytest.raises(ValueError, match="negotiation"):
-        ConcernActions(dialogue_gym.make("CB-hard", encoder="hashing"))
+def test_a_negotiation_gets_price_moves_and_price_features() -> None:
+    """On CB the polite ask (whose wordings carry arbitrary prices) gives way to moves that
+    name a price read from the dialogue: the target, a raise, the midpoint, an accept."""
+    env = ConcernActions(dialogue_gym.make("CB-hard", encoder="hashing"))
+    assert env.move_names[-4:] == ("offer:target", "offer:raise", "offer:split", "accept")
+    assert "ask" not in env.move_names
+    assert env.feature_names[-4:] == PRICE_FEATURES
+    check_env(env, skip_render_check=True)
+    features, _ = env.reset(seed=0)
+    assert not features[-4:].any()  # no price named yet
+    _, _, _, _, info = env.step("probe")
+    history = env.single.dialogue_env.history
+    listing = asking_price_in(history[-1][1])
+    assert listing is not None
+    fraction = buyer_target_fraction(env.card)
+    features, _, _, _, info = env.step("offer:target")
+    target = round_offer(fraction * listing)
+    assert format_price(target) in info["utterance"]
+    assert features[env.feature_names.index("own_offer")] == pytest.approx(target / listing)
+    _, _, _, _, info = env.step("offer:raise")
+    raised = offer_in(info["utterance"], reference=listing)
+    assert raised is not None and raised > target
+    assert "a month" not in info["utterance"]  # a one-off listing gets one-off wordings
+
+
+def test_offers_rise_never_fall_and_never_pass_the_sellers_price() -> None:
+    moves = BargainMoves(load_card("cb"))
+    moves.reset(0)
+    listing, seller = 1000.0, 900.0
+    assert moves.offer("offer:target", listing, seller, None) == round_offer(
+        moves.fraction * listing
+    )
+    assert moves.offer("offer:raise", listing, seller, 700.0) == 740.0
+    assert moves.offer("offer:split", listing, seller, 700.0) == 800.0
+    assert moves.offer("offer:target", listing, seller, 850.0) == 850.0  # never back down
+    assert moves.offer("offer:raise", listing, 720.0, 700.0) == 720.0  # the seller's price caps
+    replies = ["Hi! It's a couch, asking $1,000.", "I could do $900."]
+    assert PriceState.read(replies, ["Would you take $700?"]).__dict__ == {
+        "listing": 1000.0, "seller": 900.0, "own": 700.0, "monthly": False,
+    }  # fmt: skip
+    rent = PriceState.read(["The room is $1,400 a month, utilities included."])
+    assert rent.listing == 1400.0 and rent.monthly
+    moves.reset(0)
+    assert "a month" in moves.realize("offer:target", ["The room is $1,400 a month."])
 
 
 @pytest.mark.parametrize("card_id", ["p4g", "merchant", "courier", "esconv"])

@@ -32,6 +32,7 @@ import numpy as np
 
 from dialogue_gym.cards import Concern, TaskCard
 from dialogue_gym.prices import asking_price_in, format_price, offer_in
+from dialogue_gym.wrappers.bargain_moves import buyer_target_fraction, round_offer
 
 __all__ = ["LowballBuyer", "ScriptedBuyer", "round_offer"]
 
@@ -42,14 +43,6 @@ def _seller_replies(observation: dict[str, Any]) -> list[str]:
     return [turn["text"] for turn in observation["history"] if turn["speaker"] == USER_SPEAKER]
 
 
-def _target_fraction(card: TaskCard) -> float:
-    listings = card.extra.get("listings", {})
-    if "buyer_target_fraction" in listings:
-        return float(listings["buyer_target_fraction"])
-    match = re.search(r"(\d{1,2})\s?%", card.goal)
-    return int(match.group(1)) / 100 if match else 0.7
-
-
 def _template_pattern(template: str) -> re.Pattern[str]:
     """A card line as a regex: placeholders (``{flaw}``) match any text, case ignored."""
     parts = re.split(r"\{\w+\}", template.strip())
@@ -58,14 +51,6 @@ def _template_pattern(template: str) -> re.Pattern[str]:
 
 def _lines(concern: Concern, field: str) -> tuple[re.Pattern[str], ...]:
     return tuple(_template_pattern(t) for t in getattr(concern, field, ()) if t.strip())
-
-
-def round_offer(value: float) -> float:
-    """Rounds an offer the way people quote prices ($5 steps under $200 … $100 over $10k)."""
-    for limit, step in ((200, 5.0), (1000, 10.0), (3000, 25.0), (10000, 50.0)):
-        if value < limit:
-            return max(step, round(value / step) * step)
-    return round(value / 100.0) * 100.0
 
 
 class ScriptedBuyer:
@@ -161,7 +146,7 @@ class ScriptedBuyer:
         self._voices = {cid: _lines(c, "voice") for cid, c in concerns.items()}
         self._partial = {cid: _lines(c, "ack_partial") for cid, c in concerns.items()}
         self._resolved = {cid: _lines(c, "ack_resolved") for cid, c in concerns.items()}
-        self.fraction = _target_fraction(card)
+        self.fraction = buyer_target_fraction(card)
         self.steps = steps or tuple(
             min(1.0, self.fraction + d) for d in (0.0, 0.04, 0.07, 0.1, 0.12, 0.14, 0.16)
         )

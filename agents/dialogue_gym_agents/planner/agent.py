@@ -30,7 +30,8 @@ from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.llm.prompts import system_agent_messages
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym.wrappers.concern_actions import ListeningFeatures, ListeningMoves
+from dialogue_gym.wrappers.concern_actions import listening_parts
+from dialogue_gym.wrappers.listening import ListeningFeatures, ListeningMoves
 from dialogue_gym.wrappers.strategy_actions import (
     STANCES,
     embed_lines,
@@ -180,12 +181,12 @@ def view_features(
 
     ``view="strategy"``: :class:`StrategyFeatures` and no moves (the card's strategies);
     ``view="concern"``: :class:`~dialogue_gym.wrappers.ListeningFeatures` over
-    :class:`~dialogue_gym.wrappers.ListeningMoves`.
+    :class:`~dialogue_gym.wrappers.ListeningMoves` (on a negotiation, their price-move kin:
+    :func:`~dialogue_gym.wrappers.listening_parts`).
     """
     if view != "concern":
         return StrategyFeatures(card, encoder, max_exchanges=max_exchanges), None
-    moves = ListeningMoves(card)
-    return ListeningFeatures(card, make_encoder(encoder), moves.names, max_exchanges), moves
+    return listening_parts(card, make_encoder(encoder), max_exchanges)
 
 
 def view_action_names(card: TaskCard, moves: ListeningMoves | None) -> tuple[str, ...]:

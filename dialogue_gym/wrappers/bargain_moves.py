@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.prices import asking_price_in, format_price, mask_prices, offer_in
 from dialogue_gym.realize import draw_unused
 from dialogue_gym.users.meaning import PerceptionSet
@@ -192,25 +191,10 @@ class BargainFeatures(ListeningFeatures):
     buyer's last offer, as fractions of the listing; 0 before there is one) and
     ``seller_at_target`` (the seller's price is at or under the buyer's target).
 
-    Args:
-        card: The task card (a negotiation).
-        encoder: Encoder of the reply features.
-        move_names: The moves (``BargainMoves(card).names``).
-        max_exchanges: T.
-        match_threshold: Similarity (MiniLM scale) at which a reply sentence matches a line.
+    Built like :class:`~.listening.ListeningFeatures` (with ``BargainMoves(card).names``).
     """
 
-    def __init__(
-        self,
-        card: TaskCard,
-        encoder: Encoder,
-        move_names: Sequence[str],
-        max_exchanges: int,
-        match_threshold: float = 0.8,
-    ) -> None:
-        super().__init__(card, encoder, move_names, max_exchanges, match_threshold)
-        self.feature_names = (*self.feature_names, *PRICE_FEATURES)
-        self.fraction = buyer_target_fraction(card)
+    extra_features = PRICE_FEATURES
 
     def observe(self, observation: Mapping[str, Any]) -> np.ndarray:
         """The listening features, then the price features, of a system observation."""
@@ -224,5 +208,6 @@ class BargainFeatures(ListeningFeatures):
             price[0] = 1.0
             price[1] = seller / prices.listing
             price[2] = (prices.own or 0.0) / prices.listing
-            price[3] = float(seller <= round_offer(self.fraction * prices.listing))
+            target = round_offer(buyer_target_fraction(self.card) * prices.listing)
+            price[3] = float(seller <= target)
         return np.clip(np.concatenate([listening, price]), 0.0, 1.0).astype(np.float32)

@@ -193,7 +193,8 @@ class ListeningFeatures:
 
     The wrapper uses it, and so can an agent that plays through text (the planner trained on
     the view): call :meth:`observe` with each observation and :meth:`record` with the move
-    then chosen. See :class:`ConcernActions` for the features.
+    then chosen. See :class:`ConcernActions` for the features; a subclass names the features
+    it appends in :attr:`extra_features`.
 
     Args:
         card: The task card.
@@ -202,6 +203,9 @@ class ListeningFeatures:
         max_exchanges: T.
         match_threshold: Similarity (MiniLM scale) at which a reply sentence matches a line.
     """
+
+    extra_features: tuple[str, ...] = ()
+    """Names of the features a subclass appends to :meth:`observe`'s vector."""
 
     def __init__(
         self,
@@ -223,6 +227,7 @@ class ListeningFeatures:
             *(f"last:{m}" for m in self.move_names),
             "asks",
             *(f"{kind}:{cid}" for kind in _CONCERN_FEATURES for cid in self.concern_ids),
+            *self.extra_features,
         )
         texts: list[str] = []
         owners: list[tuple[int, int]] = []

@@ -17,32 +17,39 @@ The speaking seat's action must be a ``str`` (the system may pass ``{"utterance"
 silence; text longer than ``max_utterance_chars`` is truncated and lone surrogates replaced,
 both flagged in ``infos[seat]["fallbacks"]``. ``step`` after the episode ended raises.
 
-Everything task-specific comes from the card (``card=``): the user model, judges, target state
-and, with ``data=``, the real corpus its ``[corpus] name`` names. The user, the judges and the
-LLM backend are built in :mod:`dialogue_gym.env_components`; what the env reveals of the user
-(the privileged view, concern metrics) in :mod:`dialogue_gym.env_reveal`.
+The env is *assembled, not configured*: it receives built parts (:mod:`dialogue_gym.env_parts`:
+the card, the user simulator, the judges, the mind, the reward weights, the seats, plain options
+and the LLM backend) and builds nothing itself. :func:`dialogue_gym.make` and
+:meth:`DialogueEnv.from_options` assemble them from keyword options
+(:func:`dialogue_gym.env_components.assemble_env`, which also applies the process-wide torch
+thread setting); what the env reveals of the user (the privileged view, concern metrics) is in
+:mod:`dialogue_gym.env_reveal`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+import warnings
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from dialogue_gym.argtypes import check_seed
-from dialogue_gym.card_schema import exchange_budget
-from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.env_components import (
-    CORPORA,
-    corpus_pools,
-    make_backend_for,
-    make_judges,
-    make_user,
-    pinned,
+from dialogue_gym.cards import TaskCard
+from dialogue_gym.env_components import CORPORA, assemble_env, pinned
+from dialogue_gym.env_parts import (
+    RENDER_MODES,
+    SEATS,
+    SYSTEM,
+    USER,
+    EnvOptions,
+    Judges,
+    LLMLink,
+    Mind,
+    Policy,
+    Seats,
 )
 from dialogue_gym.env_reveal import (
     CONCERN_EVENTS,
@@ -51,18 +58,11 @@ from dialogue_gym.env_reveal import (
     privileged_view,
     public_events,
 )
-from dialogue_gym.judges.base import Exchange, RationalityJudge, SuccessJudge
-from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
+from dialogue_gym.judges.base import Exchange
 from dialogue_gym.mind.bdi import BDI
-from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym.mind.latent import LatentSpace, RewardWeights, exchange_rewards
+from dialogue_gym.mind.latent import RewardWeights, exchange_rewards
 from dialogue_gym.spaces import Utterance
-from dialogue_gym.threads import apply_threads
 from dialogue_gym.users.base import UserSimulator, UserTurn
-from dialogue_gym.users.cognitive import UserPreset
-
-if TYPE_CHECKING:  # the LLM stack loads only when an env uses it
-    from dialogue_gym.backends.base import Backend
 
 __all__ = [
     "CONCERN_EVENTS",
@@ -76,160 +76,106 @@ __all__ = [
     "public_events",
 ]
 
-SYSTEM, USER = "system", "user"
-SEATS = (SYSTEM, USER)
 SPEAKER_ID = {SYSTEM: 0, USER: 1}
 
+_Env = TypeVar("_Env", bound="DialogueEnv")
 
-Policy = Any  # any object with ``act(observation) -> action`` (see dialogue_gym.agents)
+
+class _Assembled(type):
+    """DialogueEnv's metaclass: a call with keyword options instead of built parts is assembled.
+
+    ``DialogueEnv("p4g", user="hard", encoder="hashing")`` (the constructor's signature before
+    the env was assembled from parts) still works, through
+    :func:`~dialogue_gym.env_components.assemble_env`, with a ``DeprecationWarning`` naming the
+    way to write it now. A call is told apart by its ``mind``: built parts always include a
+    :class:`~dialogue_gym.env_parts.Mind`, keyword options never do.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        mind = kwargs.get("mind", args[3] if len(args) > 3 else None)
+        if isinstance(mind, Mind):
+            return super().__call__(*args, **kwargs)
+        warnings.warn(
+            f"{cls.__name__}(card, user=..., encoder=..., ...) with keyword options is "
+            f"deprecated: call {cls.__name__}.from_options(...) with the same keywords (or "
+            f"dialogue_gym.make), or pass built parts: {cls.__name__}(card, user, judges, mind, "
+            f"reward, seats, options, llm) (see dialogue_gym.env_parts)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return super().__call__(**assemble_env(*args, **kwargs).as_kwargs())
 
 
-class DialogueEnv(ParallelEnv):
+class DialogueEnv(ParallelEnv, metaclass=_Assembled):
     """A proactive-dialogue episode between a system and a user with a hidden BDI state.
 
-    Args:
-        card: Task card name (``"p4g"``), path, or a loaded :class:`TaskCard`.
-        user: User preset name (``"soft"``/``"hard"``), a :class:`UserPreset`, or a ready
-            :class:`UserSimulator`.
-        encoder: Encoder name (``"minilm"``, ``"hashing"``) or object, shared by the latent
-            space and the embedded user.
-        external: The seats driven by the caller of ``step``: ``("system",)`` (default),
-            ``("system", "user")`` (self-play) or ``("user",)``.
-        system_policy: Policy filling the system seat when it is not external.
-        max_exchanges: Exchange budget T (default: the card's, 8).
-        weights: Reward weights (w_prog, w_inf, w_rat, γ).
-        alphas: Scalar weights (α_ρ, α_c, α_v) of the latent space.
-        privileged: Put the teacher state and simulator internals in ``infos[...]["privileged"]``.
-        student: Student mentalizer whose estimate ẑ the system observes (rendered as text)
-            and which enters r_S's inference term.
-        teacher: Reward-side mentalizer (default: the oracle reading the simulator).
-        success_judge: Success judge (default: the embedded state judge).
-        rationality_judge: Rationality judge (default: the embedded state judge).
-        max_utterance_chars: Longer actions are truncated (flagged).
-        render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints).
-        env_id: Registry id, stamped into infos.
-        data: Draw episodes from the task's real corpus instead of the persona bank: a corpus
-            folder or file, or ``True`` for the folder in ``$DIALOGUE_GYM_DATA``. Each
-            episode's user is built from a real participant profile or situation of the
-            ``split`` (see :mod:`dialogue_gym.users.corpus`).
-        split: The corpus split to draw from (the held-out ``"test"`` split by default).
-        h0_turns: With ``data``, open every episode with this many real turns of the source
-            dialogue (context only: the user's state starts from its profile, not from them).
-        judges: ``"embedded"`` (default: read the simulator's state) or ``"llm"`` (the paper's
-            LLM success judge with n sampled votes and the rationality judge, on ``backend``).
-            Explicit ``success_judge``/``rationality_judge`` objects take precedence.
-        realizer: ``"template"`` (default) or ``"llm"``: the user's state machine decides and
-            the LLM words the reply in the persona's style (cognitive users only).
-        backend: The LLM backend for ``judges="llm"``, ``realizer="llm"`` and the
-            ``"llm-soft"``/``"llm-hard"`` users: a spec such as ``"openai:gpt-4o-mini"``,
-            ``"hf:smollm2"`` or ``"fake"``, or a backend object.
-        backend_cache: SQLite record/replay cache for the backend's calls.
-        cache_mode: ``"rw"`` (record and replay), ``"replay"`` (replay only: a miss is an error,
-            never a call) or ``"off"``.
-        backend_options: Keyword arguments for the backend (e.g. ``base_url``,
-            ``max_concurrency``, ``api_key_env``, ``timeout``, ``max_retries``).
-        threads: Torch intra-op threads for the small encoder (process-wide); ``None``: one
-            thread unless ``DIALOGUE_GYM_THREADS`` / ``OMP_NUM_THREADS`` say otherwise (see
-            :mod:`dialogue_gym.threads`).
+    Built from ready parts (:mod:`dialogue_gym.env_parts`); the constructor builds, loads and
+    changes nothing outside the env. To build one from keyword options (a card name, a user
+    preset, ``encoder="minilm"``, ``judges="llm"``, ``threads=1``, ...) use
+    :func:`dialogue_gym.make` or :meth:`from_options`. Calling ``DialogueEnv(...)`` with those
+    keyword options is deprecated: it still works, with a ``DeprecationWarning``.
 
-    The user may also be ``"llm-soft"`` / ``"llm-hard"``: an LLM conditioned on its current BDI
-    state, profile and goal writes the replies, while the card's simulator tracks the state.
+    Args:
+        card: The task card (goal, roles, target state z*, exchange budget).
+        user: The user simulator filling the user seat (and reacting to an external user's
+            text when the user seat is external).
+        judges: The success and rationality judges.
+        mind: The latent space (and its encoder), the reward-side teacher and the optional
+            student mentalizer.
+        reward: Reward weights and discount (default: MASP's).
+        seats: Which seats are external, and the internal system policy (default: the caller
+            plays the system).
+        options: Exchange budget, privileged infos, utterance limit, render mode, env id and
+            corpus openings (default: :class:`~dialogue_gym.env_parts.EnvOptions`).
+        llm: The LLM backend the components call (``None`` without LLM components); the env
+            closes it on :meth:`close` when ``llm.owned``.
+
+    Example:
+        >>> env = DialogueEnv.from_options("p4g", user="hard", encoder="hashing")  # doctest: +SKIP
     """
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "dialogue_gym_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": list(RENDER_MODES),
     }
 
     def __init__(
         self,
-        card: str | TaskCard = "p4g",
-        user: str | UserPreset | UserSimulator = "hard",
-        encoder: str | Encoder = "minilm",
-        external: Sequence[str] = (SYSTEM,),
-        system_policy: Policy | None = None,
-        max_exchanges: int | None = None,
-        weights: RewardWeights | Mapping[str, float] | None = None,
-        alphas: Sequence[float] = (1.0, 1.0, 1.0),
-        privileged: bool = False,
-        student: Student | None = None,
-        teacher: Teacher | None = None,
-        success_judge: SuccessJudge | Callable[[TaskCard], SuccessJudge] | None = None,
-        rationality_judge: RationalityJudge | Callable[[TaskCard], RationalityJudge] | None = None,
-        max_utterance_chars: int = 2000,
-        render_mode: str | None = None,
-        env_id: str | None = None,
-        data: str | Path | bool | None = None,
-        split: str = "test",
-        h0_turns: int = 0,
-        judges: str = "embedded",
-        realizer: str = "template",
-        backend: Any = None,
-        backend_cache: str | Path | None = None,
-        cache_mode: str = "rw",
-        backend_options: Mapping[str, Any] | None = None,
-        threads: int | None = None,
+        card: TaskCard,
+        user: UserSimulator,
+        judges: Judges,
+        mind: Mind,
+        reward: RewardWeights | None = None,
+        seats: Seats | None = None,
+        options: EnvOptions | None = None,
+        llm: LLMLink | None = None,
     ) -> None:
-        apply_threads(threads)  # before any torch model is built (small batches: 1 thread)
-        self.card = card if isinstance(card, TaskCard) else load_card(card)
-        external = tuple(external)
-        if not external or any(seat not in SEATS for seat in external):
-            raise ValueError(f"external must be a non-empty subset of {SEATS}, got {external!r}")
-        if SYSTEM not in external and system_policy is None:
-            raise ValueError("the system seat is internal: pass system_policy=<agent with act()>")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if max_utterance_chars < 1:
-            raise ValueError("max_utterance_chars must be positive")
-        self.external = external
-        self.system_policy = system_policy
+        seats = seats or Seats()
+        options = options or EnvOptions()
+        self.card = card
+        self.external = seats.external
+        self.system_policy = seats.system_policy
         self.max_exchanges = (
-            self.card.max_exchanges if max_exchanges is None else exchange_budget(max_exchanges)
+            card.max_exchanges if options.max_exchanges is None else options.max_exchanges
         )
-        if weights is None:
-            weights = RewardWeights()
-        elif isinstance(weights, Mapping):
-            weights = RewardWeights(**weights)
-        self.weights = weights
-        self.encoder = make_encoder(encoder)
-        self.latent = LatentSpace(self.encoder, *alphas)
-        self._openings: dict[str, tuple[tuple[str, str], ...]] = {}
-        if judges not in ("embedded", "llm") or realizer not in ("template", "llm"):
-            raise ValueError(
-                f"judges must be 'embedded' or 'llm' and realizer 'template' or 'llm', got "
-                f"judges={judges!r}, realizer={realizer!r}"
-            )
-        needs_llm = judges == "llm" or realizer == "llm" or str(user).startswith("llm-")
-        if needs_llm and backend is None:
-            raise ValueError("LLM components need backend=<spec or object>, e.g. 'openai:MODEL'")
-        self.backend: Backend | None = (
-            make_backend_for(backend, backend_cache, cache_mode, backend_options or {})
-            if needs_llm
-            else None
-        )
-        self._owns_backend = needs_llm and isinstance(backend, str)  # built here: closed here
-        if isinstance(user, (str, UserPreset)):
-            pools: Mapping[str, Any] = {}
-            if data not in (None, False):
-                pools = corpus_pools(self.card, data, split, h0_turns)
-                self._openings.update(pools.openings)
-            user = make_user(self.card, self.encoder, user, realizer, self.backend, pools)
-        elif data not in (None, False):
-            raise ValueError("data= draws personas for the built-in users; pass a preset as user")
+        self.weights = reward or RewardWeights()
+        self.encoder = mind.encoder
+        self.latent = mind.latent
+        self._openings = dict(options.openings)
+        self.backend = llm.backend if llm is not None else None
+        self._owns_backend = llm is not None and llm.owned  # built for it: closed by it
         self.user = user
-        self.privileged = privileged
-        self.student = student
-        self.teacher = teacher or OracleTeacher()
-        self.success_judge, self.rationality_judge = make_judges(
-            self.card, judges, self.backend, success_judge, rationality_judge
-        )
-        self.max_utterance_chars = max_utterance_chars
-        self.render_mode = render_mode
-        self.env_id = env_id or f"{self.card.id}-custom"
+        self.privileged = options.privileged
+        self.student = mind.student
+        self.teacher = mind.teacher
+        self.success_judge, self.rationality_judge = judges.success, judges.rationality
+        self.max_utterance_chars = options.max_utterance_chars
+        self.render_mode = options.render_mode
+        self.env_id = options.env_id or f"{self.card.id}-custom"
         self.possible_agents = list(SEATS)
         self.agents: list[str] = []
         self._z_star = self.latent.encode(self.card.target)
-        self._action_space = Utterance(max_length=max_utterance_chars)
+        self._action_space = Utterance(max_length=self.max_utterance_chars)
         text = Utterance(max_length=100_000)
         common = {
             "role": spaces.Discrete(2),
@@ -247,6 +193,24 @@ class DialogueEnv(ParallelEnv):
         self._rng = np.random.default_rng()
         self._done = True
         self._reset_state()
+
+    @classmethod
+    def from_options(cls: type[_Env], card: str | TaskCard = "p4g", **options: Any) -> _Env:
+        """Builds the env from keyword options, as :func:`dialogue_gym.make` does.
+
+        The options are those of :func:`~dialogue_gym.env_components.assemble_env` (the
+        keyword arguments of every registered spec and of ``make``): ``user``, ``encoder``,
+        ``external``, ``max_exchanges``, ``judges``, ``backend``, ``data``, ``threads``, ...
+        Assembling applies the torch thread setting (process-wide); the constructor does not.
+
+        Args:
+            card: Task card name (``"p4g"``), path, or a loaded :class:`TaskCard`.
+            **options: Keyword options (see :func:`~dialogue_gym.env_components.assemble_env`).
+
+        Returns:
+            The env, built from the assembled parts.
+        """
+        return cls(**assemble_env(card, **options).as_kwargs())
 
     # -- PettingZoo API ------------------------------------------------------------------------
 
@@ -384,9 +348,10 @@ class DialogueEnv(ParallelEnv):
         return out
 
     def close(self) -> None:
-        """Closes the LLM backend this env built (its HTTP clients and SQLite cache file).
+        """Closes the LLM backend this env owns (its HTTP clients and SQLite cache file).
 
-        A backend object passed in belongs to the caller and stays open.
+        The env owns a backend assembled for it from a spec (``LLMLink.owned``); a backend
+        object passed in belongs to the caller and stays open.
         """
         close = getattr(self.backend, "close", None)  # not part of the Backend protocol
         if getattr(self, "_owns_backend", False) and callable(close):
@@ -430,7 +395,7 @@ class DialogueEnv(ParallelEnv):
         self._pending_estimate = estimate
 
     def _internal_system_turn(self, infos: dict[str, dict[str, Any]]) -> None:
-        assert self.system_policy is not None  # checked in __init__
+        assert self.system_policy is not None  # checked by Seats
         action = self.system_policy.act(self._observe(SYSTEM))
         info: dict[str, Any] = {"fallbacks": []}
         text, estimate = self._coerce(SYSTEM, action, info)

@@ -232,7 +232,10 @@ def make(env_id: str, **overrides: Any) -> DialogueEnv:
     """Builds the environment ``env_id`` with ``overrides`` merged into its spec's kwargs.
 
     An entry point returns a :class:`~dialogue_gym.DialogueEnv` (or a subclass); ``make`` sets
-    its ``spec``.
+    its ``spec``. An entry point that is a class with a ``from_options`` constructor
+    (``DialogueEnv`` and its subclasses, which receive built parts) is built through it: it
+    assembles the parts from the spec's keyword options, and applies the torch thread setting
+    (``threads=``, see :mod:`dialogue_gym.threads`).
 
     Example:
         >>> env = dialogue_gym.make("P4G-hard", encoder="hashing")  # doctest: +SKIP
@@ -243,6 +246,8 @@ def make(env_id: str, **overrides: Any) -> DialogueEnv:
     """
     env_spec = spec(env_id)
     factory = _load(env_spec.entry_point)
+    if isinstance(factory, type):  # DialogueEnv assembles its parts from the options here
+        factory = getattr(factory, "from_options", factory)
     try:
         env: DialogueEnv = factory(**env_spec.resolved(**overrides))
     except TypeError as exc:

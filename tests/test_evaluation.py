@@ -183,7 +183,7 @@ def tiny_env(card: str, user: str = "hard", encoder: str = "hashing", **kwargs: 
     task = load_card(Path(card))
     enc = make_encoder(encoder)
     simulator = CognitiveUser(task, enc, preset=user, personas=tiny_personas(task))
-    return DialogueEnv(card=task, user=simulator, encoder=enc, **kwargs)
+    return DialogueEnv.from_options(task, user=simulator, encoder=enc, **kwargs)
 
 
 def tiny_specs(card_path: Path) -> list[EnvSpec]:

@@ -321,7 +321,7 @@ def test_bad_options_and_output_folders(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_the_trained_user_policy_plays_a_user(run_dir: Path, card) -> None:
     def episode() -> list[tuple[str, str]]:
-        env = DialogueEnv(card, user=PolicyUser(card, run_dir), encoder="hashing")
+        env = DialogueEnv.from_options(card, user=PolicyUser(card, run_dir), encoder="hashing")
         env.reset(seed=5)
         while env.agents:
             _, _, _, _, infos = env.step({"system": "Would you donate to Save the Children?"})
@@ -358,7 +358,7 @@ def test_close_scaffold_injects_requests_when_due(card) -> None:
 
 def test_learned_mentalizers_serve_the_env(run_dir: Path, card) -> None:
     models = load_models(load_checkpoint(run_dir / "iter-0002"), card)
-    env = DialogueEnv(
+    env = DialogueEnv.from_options(
         card,
         encoder="hashing",
         student=LearnedStudent(models.mentalizers),

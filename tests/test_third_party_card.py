@@ -121,7 +121,7 @@ def test_a_card_without_agents_or_corpus_says_so(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="names no agent family"):
         dispatch.scripted(card)
     with pytest.raises(ValueError, match="'Bare' has no corpus"):
-        dialogue_gym.DialogueEnv(card=card, encoder="hashing", data=True)
+        dialogue_gym.DialogueEnv.from_options(card, encoder="hashing", data=True)
 
 
 @pytest.mark.parametrize(

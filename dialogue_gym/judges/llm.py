@@ -1,7 +1,8 @@
 """LLM judges: the paper's success judges (n sampled votes) and the common rationality judge.
 
 Both implement the protocols of :mod:`dialogue_gym.judges.base` and are interchangeable with the
-embedded judges (``DialogueEnv(success_judge=..., rationality_judge=...)``).
+embedded judges (``make(id, success_judge=..., rationality_judge=...)``, or a ``DialogueEnv``'s
+``Judges`` part).
 
 **Success (MASP C.3, C.5, C.6).** One prompt per exchange, ``n`` samples (the card's
 ``judge.success.n``, 3 by default) at temperature 0.7. Each sample is parsed into one of the

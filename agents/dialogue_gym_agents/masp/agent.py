@@ -326,7 +326,7 @@ class MASPAgent:
 
 
 class PolicyUser:
-    """A trained MASP user policy as a user simulator: ``DialogueEnv(user=PolicyUser(...))``.
+    """A trained MASP user policy as a user simulator: ``make(id, user=PolicyUser(...))``.
 
     The inner :class:`~dialogue_gym.users.CognitiveUser` keeps the mind (persona, state and the
     rational reference the rationality judge reads); the policy chooses each reply's response

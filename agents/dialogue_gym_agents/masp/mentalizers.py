@@ -17,7 +17,8 @@ Appendix B.5): the texts of the closest record of the BDI prior (the initial sta
 training split) with the estimate's own scalars, or — for the reward side — each text field
 from the closest text of the silver cache. :class:`LearnedStudent` implements the env's
 ``Student`` protocol (``estimate(history) -> BDI``) and :class:`LearnedTeacher` its ``Teacher``
-protocol, so ``DialogueEnv(student=..., teacher=...)`` can use them.
+protocol, so an env can use them (``make(id, student=..., teacher=...)``, or the
+``Mind(latent, teacher, student)`` part of a ``DialogueEnv``).
 """
 
 from __future__ import annotations

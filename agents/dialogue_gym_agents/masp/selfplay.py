@@ -92,7 +92,7 @@ class SelfPlay:
         make_seats = seats or self.strategy_seats
         for _ in range(config.groups * config.group_size):
             user = CognitiveUser(card, encoder, preset=config.selfplay_user, personas=personas)
-            env = DialogueEnv(
+            env = DialogueEnv.from_options(
                 card,
                 user=user,
                 encoder=encoder,

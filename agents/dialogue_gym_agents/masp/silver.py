@@ -194,7 +194,7 @@ def collect_silver(
     """The silver cache: embedded-world episodes (+ an annotated corpus with ``--silver``)."""
     personas = persona_split(card, config.heldout_fraction)
     envs = {
-        (user, split): DialogueEnv(
+        (user, split): DialogueEnv.from_options(
             card,
             user=CognitiveUser(card, encoder, preset=user, personas=personas[split]),
             encoder=encoder,

@@ -176,8 +176,8 @@ def make_envs(
         )
     preset = user_preset(card, user)
     return [
-        DialogueEnv(
-            card=card,
+        DialogueEnv.from_options(
+            card,
             user=preset,
             encoder=encoder,
             privileged=True,

@@ -186,6 +186,8 @@ def assemble_env(
     elif isinstance(weights, Mapping):
         weights = RewardWeights(**weights)
     built_encoder = make_encoder(encoder)
+    if threads is not None:  # loading MiniLM applies the default: an explicit count wins
+        apply_threads(threads)
     latent = LatentSpace(built_encoder, *alphas)
     if judges not in ("embedded", "llm") or realizer not in ("template", "llm"):
         raise ValueError(

@@ -226,3 +226,19 @@ def test_parts_are_typed_records() -> None:
         "self"
     }
 
+
+def test_an_explicit_thread_count_survives_loading_the_encoder(
+    torch_threads, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dialogue_gym import env_components
+    from dialogue_gym.threads import apply_threads
+
+    def loading(name: Any) -> Any:  # what loading MiniLM does: apply the default (one)
+        apply_threads()
+        return make_encoder("hashing")
+
+    monkeypatch.setattr(env_components, "make_encoder", loading)
+    assemble_env("p4g", encoder="minilm", threads=2)
+    assert torch_threads.get_num_threads() == 2
+    assemble_env("p4g", encoder="minilm")
+    assert torch_threads.get_num_threads() == 1

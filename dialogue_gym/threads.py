@@ -5,8 +5,10 @@ exchange. With torch's default of one intra-op thread per core, those batches sp
 synchronizing threads than computing, and on a shared 2-vCPU machine under load a quickstart
 evaluation ran 10× slower with the default than with one thread (same numbers). So
 ``dialogue_gym`` uses **one intra-op thread by default** when it builds a small torch model,
-unless the user said otherwise (every env applies it when it is built, and so do the
-encoders it builds):
+unless the user said otherwise. It is applied where an env is *assembled* — by
+:func:`dialogue_gym.make` and ``DialogueEnv.from_options``, in
+:func:`dialogue_gym.env_components.assemble_env` — and when the MiniLM encoder loads, never by
+the ``DialogueEnv`` constructor, which only receives built parts:
 
 * ``DIALOGUE_GYM_THREADS=N`` in the environment, or ``threads=N`` where an API takes it
   (``make(..., threads=N)``), sets N threads;

@@ -1,6 +1,6 @@
 """The single-agent views of every registered env, registered with Gymnasium.
 
-Every dialogue_gym id ``Task-user-vN`` gets two Gymnasium ids in the ``dialogue_gym``
+Every dialogue_gym id ``Task-user-vN`` gets three Gymnasium ids in the ``dialogue_gym``
 namespace:
 
 * ``dialogue_gym/Task-user-vN`` — :class:`~dialogue_gym.wrappers.SingleAgent` of the system
@@ -8,7 +8,10 @@ namespace:
   :class:`~dialogue_gym.vector.SingleAgentVectorEnv`;
 * ``dialogue_gym/Task-user-Strategy-vN`` — :class:`~dialogue_gym.wrappers.StrategyActions`
   (``Discrete`` strategies, a ``Box`` of features: what SB3's ``MlpPolicy`` trains), vectorized
-  by :class:`~dialogue_gym.vector.StrategyVectorEnv`.
+  by :class:`~dialogue_gym.vector.StrategyVectorEnv`;
+* ``dialogue_gym/Task-user-Concern-vN`` — :class:`~dialogue_gym.wrappers.ConcernActions`
+  (``Discrete`` listening moves — price moves on a negotiation — and a ``Box`` of features),
+  vectorized by :class:`~dialogue_gym.vector.ConcernVectorEnv`.
 
 ::
 
@@ -20,8 +23,9 @@ namespace:
 
 Keyword arguments of ``gymnasium.make``/``make_vec`` are :func:`dialogue_gym.make` overrides,
 except the wrapper's own: ``seat`` and ``other`` for the text view, ``realizer`` and
-``voice_threshold`` for the strategy view. A ``render_mode`` the env does not have (SB3's
-``make_vec_env`` asks for ``"rgb_array"``) is dropped with a warning. ``make_vec`` builds the
+``voice_threshold`` for the strategy view, ``match_threshold`` for the concern view. A
+``render_mode`` the env does not have (SB3's ``make_vec_env`` asks for ``"rgb_array"``) is
+dropped with a warning. ``make_vec`` builds the
 batched vector envs of :mod:`dialogue_gym.vector` (one shared encoder and LLM backend;
 ``autoreset_mode=`` as there); ``vectorization_mode="sync"`` gives Gymnasium's
 ``SyncVectorEnv`` of lone envs instead.
@@ -42,12 +46,15 @@ import gymnasium
 if TYPE_CHECKING:
     from dialogue_gym.env import DialogueEnv
     from dialogue_gym.registry import EnvSpec
-    from dialogue_gym.vector import SingleAgentVectorEnv, StrategyVectorEnv
-    from dialogue_gym.wrappers import SingleAgent, StrategyActions
+    from dialogue_gym.vector import ConcernVectorEnv, SingleAgentVectorEnv, StrategyVectorEnv
+    from dialogue_gym.wrappers import ConcernActions, SingleAgent, StrategyActions
 
 __all__ = [
+    "CONCERN_SUFFIX",
     "NAMESPACE",
     "STRATEGY_SUFFIX",
+    "concern_env",
+    "concern_vector_env",
     "gymnasium_ids",
     "register_views",
     "single_agent_env",
@@ -62,18 +69,28 @@ NAMESPACE = "dialogue_gym"
 STRATEGY_SUFFIX = "-Strategy"
 """Appended to an env's name for its :class:`~dialogue_gym.wrappers.StrategyActions` view."""
 
+CONCERN_SUFFIX = "-Concern"
+"""Appended to an env's name for its :class:`~dialogue_gym.wrappers.ConcernActions` view."""
+
 _STRATEGY_OPTIONS = ("realizer", "voice_threshold")
+_CONCERN_OPTIONS = ("match_threshold",)
+_KINDS = ("single_agent", "strategy", "concern")
 
 
-def gymnasium_ids(env_id: str) -> tuple[str, str]:
-    """The Gymnasium ids of the text and strategy views of the dialogue_gym id ``env_id``.
+def gymnasium_ids(env_id: str) -> tuple[str, str, str]:
+    """The Gymnasium ids of the text, strategy and concern views of dialogue_gym id ``env_id``.
 
     Example:
-        >>> gymnasium_ids("P4G-hard-v0")
-        ('dialogue_gym/P4G-hard-v0', 'dialogue_gym/P4G-hard-Strategy-v0')
+        >>> gymnasium_ids("P4G-hard-v0")  # doctest: +NORMALIZE_WHITESPACE
+        ('dialogue_gym/P4G-hard-v0', 'dialogue_gym/P4G-hard-Strategy-v0',
+         'dialogue_gym/P4G-hard-Concern-v0')
     """
     name, _, version = env_id.rpartition("-v")
-    return f"{NAMESPACE}/{env_id}", f"{NAMESPACE}/{name}{STRATEGY_SUFFIX}-v{version}"
+    return (
+        f"{NAMESPACE}/{env_id}",
+        f"{NAMESPACE}/{name}{STRATEGY_SUFFIX}-v{version}",
+        f"{NAMESPACE}/{name}{CONCERN_SUFFIX}-v{version}",
+    )
 
 
 def register_views(specs: Iterable[EnvSpec] | None = None) -> list[str]:
@@ -90,8 +107,7 @@ def register_views(specs: Iterable[EnvSpec] | None = None) -> list[str]:
         specs = list(registry.values())
     added: list[str] = []
     for env_spec in specs:
-        text_id, strategy_id = gymnasium_ids(env_spec.id)
-        for gym_id, kind in ((text_id, "single_agent"), (strategy_id, "strategy")):
+        for gym_id, kind in zip(gymnasium_ids(env_spec.id), _KINDS, strict=True):
             if gym_id in gymnasium.registry:
                 continue
             gymnasium.register(
@@ -142,6 +158,17 @@ def strategy_env(dialogue_id: str, **overrides: Any) -> StrategyActions:
     return StrategyActions(_make(dialogue_id, overrides), **options)
 
 
+def concern_env(dialogue_id: str, **overrides: Any) -> ConcernActions:
+    """``ConcernActions(dialogue_gym.make(dialogue_id, **overrides))``.
+
+    ``match_threshold`` goes to the wrapper, the rest to ``make``.
+    """
+    from dialogue_gym.wrappers import ConcernActions
+
+    options = {k: overrides.pop(k) for k in _CONCERN_OPTIONS if k in overrides}
+    return ConcernActions(_make(dialogue_id, overrides), **options)
+
+
 def single_agent_vector_env(
     dialogue_id: str,
     num_envs: int = 1,
@@ -168,3 +195,17 @@ def strategy_vector_env(
     options = {k: overrides.pop(k) for k in _STRATEGY_OPTIONS if k in overrides}
     vec = make_vec(dialogue_id, num_envs, autoreset_mode=autoreset_mode, **overrides)
     return StrategyVectorEnv(vec, **options)
+
+
+def concern_vector_env(
+    dialogue_id: str, num_envs: int = 1, autoreset_mode: str = "next_step", **overrides: Any
+) -> ConcernVectorEnv:
+    """``ConcernVectorEnv(make_vec(dialogue_id, num_envs, **overrides))``.
+
+    ``match_threshold`` goes to every wrapper, the rest to ``make_vec``.
+    """
+    from dialogue_gym.vector import ConcernVectorEnv, make_vec
+
+    options = {k: overrides.pop(k) for k in _CONCERN_OPTIONS if k in overrides}
+    vec = make_vec(dialogue_id, num_envs, autoreset_mode=autoreset_mode, **overrides)
+    return ConcernVectorEnv(vec, **options)

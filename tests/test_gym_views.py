@@ -16,8 +16,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 import dialogue_gym
 from dialogue_gym.gym_views import NAMESPACE, gymnasium_ids, register_views
-from dialogue_gym.vector import SingleAgentVectorEnv, StrategyVectorEnv, make_vec
-from dialogue_gym.wrappers import SingleAgent, StrategyActions
+from dialogue_gym.vector import ConcernVectorEnv, SingleAgentVectorEnv, StrategyVectorEnv, make_vec
+from dialogue_gym.wrappers import ConcernActions, SingleAgent, StrategyActions
 
 FAST = {"encoder": "hashing"}
 IDS = sorted(dialogue_gym.registry)
@@ -27,7 +27,7 @@ def dump(value) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def test_every_registered_env_has_both_views():
+def test_every_registered_env_has_its_three_views():
     ours = {k for k in gymnasium.registry if k.startswith(f"{NAMESPACE}/")}
     expected = {gym_id for env_id in IDS for gym_id in gymnasium_ids(env_id)}
     assert expected <= ours
@@ -56,7 +56,7 @@ def test_import_registers_in_a_fresh_process():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     n, m, envs = map(int, out)
-    assert n == m == 2 * envs
+    assert n == m == 3 * envs  # the text, strategy and concern views
 
 
 def test_a_later_registration_gets_its_views():
@@ -73,21 +73,22 @@ def test_a_later_registration_gets_its_views():
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_make_every_view_equals_the_wrapper(env_id):
-    text_id, strategy_id = gymnasium_ids(env_id)
-    env = gymnasium.make(strategy_id, **FAST)
-    lone = StrategyActions(dialogue_gym.make(env_id, **FAST))
-    assert isinstance(env.unwrapped, StrategyActions)
-    assert env.observation_space == lone.observation_space
-    assert env.action_space == lone.action_space
-    obs, _ = env.reset(seed=3)
-    expected, _ = lone.reset(seed=3)
-    np.testing.assert_array_equal(obs, expected)
-    for action in (0, 1):
-        got, want = env.step(action), lone.step(action)
-        np.testing.assert_array_equal(got[0], want[0])
-        assert got[1:4] == want[1:4]
-    env.close()
-    lone.close()
+    text_id, strategy_id, concern_id = gymnasium_ids(env_id)
+    for gym_id, view in ((strategy_id, StrategyActions), (concern_id, ConcernActions)):
+        env = gymnasium.make(gym_id, **FAST)
+        lone = view(dialogue_gym.make(env_id, **FAST))
+        assert type(env.unwrapped) is view
+        assert env.observation_space == lone.observation_space
+        assert env.action_space == lone.action_space
+        obs, _ = env.reset(seed=3)
+        expected, _ = lone.reset(seed=3)
+        np.testing.assert_array_equal(obs, expected)
+        for action in (0, 1):
+            got, want = env.step(action), lone.step(action)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1:4] == want[1:4]
+        env.close()
+        lone.close()
 
     text = gymnasium.make(text_id, **FAST)
     assert isinstance(text.unwrapped, SingleAgent) and text.unwrapped.seat == "system"
@@ -171,3 +172,24 @@ def test_views_are_gymnasium_vector_envs():
     assert len(vec.render()) == 2
     vec.close()
     vec.close()  # idempotent
+
+
+def test_the_concern_view_vectorizes_and_takes_its_wrapper_option():
+    """``dialogue_gym/<id>-Concern-vN``: ``ConcernVectorEnv`` from ``make_vec``, each sub-env
+    exactly the lone ``ConcernActions``; ``match_threshold`` goes to the wrapper."""
+    gym_id = "dialogue_gym/ED-hard-Concern-v0"
+    env = gymnasium.make(gym_id, match_threshold=0.7, **FAST)
+    assert env.unwrapped.tracker.match_threshold == 0.7
+    env.close()
+    vec = gymnasium.make_vec(gym_id, num_envs=2, **FAST)
+    assert (
+        isinstance(vec, ConcernVectorEnv)
+        and vec.move_names == ConcernActions(dialogue_gym.make("ED-hard", **FAST)).move_names
+    )
+    obs, _ = vec.reset(seed=4)
+    lone = ConcernActions(dialogue_gym.make("ED-hard", **FAST))
+    for i in range(2):
+        np.testing.assert_array_equal(obs[i], lone.reset(seed=4 + i)[0])
+    obs, rewards, *_ = vec.step(["probe", "reflect"])
+    assert obs.shape == (2, len(lone.feature_names)) and rewards.shape == (2,)
+    vec.close()

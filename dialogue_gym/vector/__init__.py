@@ -15,7 +15,8 @@ with one entry per sub-env, each exactly what a lone :class:`~dialogue_gym.Dialo
 text actions, NumPy arrays of rewards, terminations and truncations) and
 :class:`StrategyVectorEnv` the :class:`~dialogue_gym.wrappers.StrategyActions` view (integer
 strategy actions, an ``(N, n_features)`` float32 observation array) — the natural entry point
-for PPO-style code.
+for PPO-style code; :class:`ConcernVectorEnv` the same over the listening moves of
+:class:`~dialogue_gym.wrappers.ConcernActions`.
 
 **Actions.** One per sub-env, in order: the utterance of the seat whose turn it is (a ``str``,
 or the system's ``{"utterance": str, "estimate": ...}``), or a full PettingZoo action dict
@@ -74,12 +75,17 @@ from dialogue_gym.vector.base import AUTORESET_MODES, SubEnvError
 from dialogue_gym.vector.batching import BatchingBackend, BatchingEncoder, StepRounds
 from dialogue_gym.vector.dialogue import VectorDialogueEnv
 from dialogue_gym.vector.factory import make_vec
-from dialogue_gym.vector.seat_views import SingleAgentVectorEnv, StrategyVectorEnv
+from dialogue_gym.vector.seat_views import (
+    ConcernVectorEnv,
+    SingleAgentVectorEnv,
+    StrategyVectorEnv,
+)
 
 __all__ = [
     "AUTORESET_MODES",
     "BatchingBackend",
     "BatchingEncoder",
+    "ConcernVectorEnv",
     "SingleAgentVectorEnv",
     "StepRounds",
     "StrategyVectorEnv",

@@ -2,7 +2,9 @@
 
 :class:`SingleAgentVectorEnv` is one seat with text actions and NumPy reward arrays;
 :class:`StrategyVectorEnv` the system seat as strategy indices and feature arrays (a
-:class:`~dialogue_gym.wrappers.StrategyActions` per sub-env), what PPO-style code trains.
+:class:`~dialogue_gym.wrappers.StrategyActions` per sub-env), what PPO-style code trains;
+:class:`ConcernVectorEnv` the same over listening moves (a
+:class:`~dialogue_gym.wrappers.ConcernActions` per sub-env).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from dialogue_gym.env import SYSTEM
 from dialogue_gym.vector.base import VectorBase
 from dialogue_gym.vector.dialogue import VectorDialogueEnv
+from dialogue_gym.wrappers.concern_actions import ConcernActions
 from dialogue_gym.wrappers.single_agent import SingleAgent
 from dialogue_gym.wrappers.strategy_actions import StrategyActions
 
-__all__ = ["SingleAgentVectorEnv", "StrategyVectorEnv"]
+__all__ = ["ConcernVectorEnv", "SingleAgentVectorEnv", "StrategyVectorEnv"]
 
 # ``autoreset_mode`` → the value of Gymnasium's ``AutoresetMode`` (in the views' metadata).
 _GYMNASIUM_AUTORESET = {"next_step": "NextStep", "same_step": "SameStep", "disabled": "Disabled"}
@@ -208,11 +211,13 @@ class StrategyVectorEnv(_SeatViewBase):
 
     single_observation_space: spaces.Box
     single_action_space: spaces.Discrete
+    view: type[StrategyActions] = StrategyActions
+    """The single-env view built over each sub-env."""
 
     def __init__(
         self, vec: VectorDialogueEnv, autoreset_mode: str | None = None, **wrapper_kwargs: Any
     ) -> None:
-        slots = [StrategyActions(env, **wrapper_kwargs) for env in vec.envs]
+        slots = [self.view(env, **wrapper_kwargs) for env in vec.envs]
         super().__init__(vec, slots, autoreset_mode)
         # The realized utterances are only known inside the wrappers: coalesce on threads.
         self._threaded = True
@@ -259,3 +264,25 @@ class StrategyVectorEnv(_SeatViewBase):
 
     def __repr__(self) -> str:
         return f"<StrategyVectorEnv Discrete({len(self.strategy_names)}) of {self.vec!r}>"
+
+
+class ConcernVectorEnv(StrategyVectorEnv):
+    """The system seat of a :class:`VectorDialogueEnv` as listening moves and feature arrays.
+
+    A :class:`~dialogue_gym.wrappers.ConcernActions` over each sub-env, batched like
+    :class:`StrategyVectorEnv` (actions are move indices or names; ``strategy_names`` and
+    ``move_names`` are the moves).
+
+    Args:
+        vec: The vector env (default seats: only the system external).
+        autoreset_mode: Default: the vector env's.
+        **wrapper_kwargs: Passed to every :class:`~dialogue_gym.wrappers.ConcernActions`.
+    """
+
+    view = ConcernActions
+
+    def __init__(
+        self, vec: VectorDialogueEnv, autoreset_mode: str | None = None, **wrapper_kwargs: Any
+    ) -> None:
+        super().__init__(vec, autoreset_mode, **wrapper_kwargs)
+        self.move_names = self.strategy_names

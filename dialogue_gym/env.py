@@ -28,6 +28,7 @@ thread setting); what the env reveals of the user (the privileged view, concern 
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
@@ -104,6 +105,13 @@ class _Assembled(type):
             stacklevel=2,
         )
         return super().__call__(**assemble_env(*args, **kwargs).as_kwargs())
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """The constructor's parts (what ``help`` and ``inspect.signature`` show), not ``*args``."""
+        init = inspect.signature(cls.__init__)  # type: ignore[misc]
+        parameters = list(init.parameters.values())[1:]
+        return init.replace(parameters=parameters, return_annotation=inspect.Signature.empty)
 
 
 class DialogueEnv(ParallelEnv, metaclass=_Assembled):

@@ -63,6 +63,7 @@ def test_the_constructor_takes_at_most_eight_parts() -> None:
     params = list(inspect.signature(DialogueEnv.__init__).parameters)[1:]
     assert len(params) <= 8, params
     assert params == ["card", "user", "judges", "mind", "reward", "seats", "options", "llm"]
+    assert list(inspect.signature(DialogueEnv).parameters) == params  # not the metaclass's
 
 
 def test_an_env_built_from_parts_plays_like_make() -> None:

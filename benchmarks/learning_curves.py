@@ -239,7 +239,8 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
     ``retrieval``: response retrieval on the task's corpus (its index does not depend on the
     seed). ``moves`` and ``moves sampled``: the planner's supervised phase alone on the concern
     view (each corpus turn labelled with its nearest listening move; the seed draws the initial
-    weights and the minibatches), playing its likeliest move or sampling its moves.
+    weights and the minibatches), playing its likeliest move or sampling its moves. On a deal
+    task (CB) each line's SL too, as ``<line> SL``.
     """
     from dialogue_gym_agents.planner.agent import planner
     from dialogue_gym_agents.planner.train import train_planner
@@ -250,9 +251,7 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
     if card.corpus is None:
         return {}
     with_moves = args.view == "concern" and card.strategies and card.concerns
-    lines: dict[str, list[float]] = {"retrieval": []}
-    if with_moves:
-        lines |= {"moves": [], "moves sampled": []}
+    lines: dict[str, list[float]] = {}
     task = env_id.split("-")[0]
     for seed in args.seeds:
         out = args.out / "sft" / env_id / f"seed{seed}"
@@ -264,7 +263,7 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
                 )
             )  # fmt: skip
         agent = sft_retrieval(card, checkpoint=out, seed=seed)
-        lines["retrieval"].append(_play_text(agent, evaluation, test)["sr"])
+        _record(lines, "retrieval", _play_text(agent, evaluation, test))
         if with_moves:
             moves_out = args.out / "sft-moves" / env_id / f"seed{seed}"
             if not (moves_out / "checkpoint.json").is_file():
@@ -277,10 +276,17 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
                 )  # fmt: skip
             for line, deterministic in (("moves", True), ("moves sampled", False)):
                 agent = planner(card, checkpoint=moves_out, deterministic=deterministic)
-                lines[line].append(_play_text(agent, evaluation, test)["sr"])
+                _record(lines, line, _play_text(agent, evaluation, test))
         rates = ", ".join(f"{k} {v[-1]:.2f}" for k, v in lines.items())
         print(f"  sft {env_id} seed {seed}: SR {rates}", flush=True)
     return lines
+
+
+def _record(lines: dict[str, list[float]], kind: str, outcome: dict[str, float]) -> None:
+    """Appends an SFT evaluation's SR to line ``kind`` (and its SL to ``kind SL`` on CB)."""
+    lines.setdefault(kind, []).append(outcome["sr"])
+    if "sl" in outcome:
+        lines.setdefault(f"{kind} SL", []).append(outcome["sl"])
 
 
 class _Quiet:

@@ -12,6 +12,9 @@ seeds:
   outcomes): what the interface allows at best;
 * ``scripted`` — the hand-written text agent, for scale.
 
+On a negotiation (``CB-hard``: price moves on the concern view) the fixed sequence is searched
+for its buyer utility and its SL is printed under the row.
+
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/interface_bounds.py --envs P4G-hard --episodes 20
@@ -75,6 +78,8 @@ def main() -> int:
                 f"{row.get('ceiling', float('nan')):>9.2f}{rate:>10.2f}{row['seconds']:>7.0f}",
                 flush=True,
             )
+            if "fixed best SL" in row:  # a negotiation: the sequence was searched by SL
+                print(f"{'':<25}fixed best SL {row['fixed best SL']:.3f}", flush=True)
     return 0
 
 

@@ -12,7 +12,13 @@ import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.prices import asking_price_in, format_price, offer_in
-from dialogue_gym.testing.move_search import best_fixed_sequence, clairvoyant_search, play_moves
+from dialogue_gym.testing.move_search import (
+    best_fixed_sequence,
+    clairvoyant_search,
+    deal_utility,
+    interface_lines,
+    play_moves,
+)
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.wrappers import BargainMoves, ConcernActions, ListeningMoves
 from dialogue_gym.wrappers.bargain_moves import (
@@ -286,3 +292,18 @@ def test_every_strategy_reaches_each_concern_it_lists(card_id: str) -> None:
                 strategy.name,
                 concern,
             )
+
+
+def test_a_negotiations_fixed_sequence_is_searched_by_buyer_utility() -> None:
+    """On CB the fixed-sequence line maximizes SL (a deal at the listing is a success worth
+    nothing) and is reported as ``fixed best SL`` too."""
+    env = ConcernActions(dialogue_gym.make("CB-hard", encoder="hashing"))
+    seeds = range(100_000, 100_002)
+    fixed, value = best_fixed_sequence(env, seeds, length=8, rounds=1, objective="utility")
+    assert value == pytest.approx(sum(deal_utility(env, fixed, s) for s in seeds) / 2)
+    accept_at_once = [env.move_names.index("accept")] * 8
+    assert value >= sum(deal_utility(env, accept_at_once, s) for s in seeds) / 2
+    lines, _ = interface_lines(env, range(2), seeds, width=0, rounds=1)
+    assert set(lines) == {"random", "fixed best", "fixed best SL"}
+    with pytest.raises(ValueError, match="objective"):
+        best_fixed_sequence(env, seeds, objective="sl")

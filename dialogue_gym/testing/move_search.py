@@ -26,6 +26,7 @@ __all__ = [
     "Outcome",
     "best_fixed_sequence",
     "clairvoyant_search",
+    "deal_utility",
     "interface_lines",
     "play_moves",
     "random_rate",
@@ -49,6 +50,21 @@ def play_moves(env: Any, moves: Sequence[int], seed: int) -> Outcome:
     Returns:
         Whether the episode succeeded, the user's final progress s and the exchanges played.
     """
+    info, played = _play(env, moves, seed)
+    return bool(info.get("success", False)), float(info.get("s", 0.0)), played
+
+
+def deal_utility(env: Any, moves: Sequence[int], seed: int) -> float:
+    """The buyer utility (SL) of ``moves`` played from ``seed`` on a negotiation.
+
+    0 without a successful deal.
+    """
+    info, _ = _play(env, moves, seed)
+    return float(info.get("utility") or 0.0) if info.get("success") else 0.0
+
+
+def _play(env: Any, moves: Sequence[int], seed: int) -> tuple[dict[str, Any], int]:
+    """The last step's info and the exchanges played."""
     env.reset(seed=seed)
     info: dict[str, Any] = {}
     played = 0
@@ -57,7 +73,7 @@ def play_moves(env: Any, moves: Sequence[int], seed: int) -> Outcome:
         played += 1
         if terminated or truncated:
             break
-    return bool(info.get("success", False)), float(info.get("s", 0.0)), played
+    return info, played
 
 
 def _rank(outcome: Outcome) -> tuple[float, float, float]:
@@ -114,12 +130,14 @@ def best_fixed_sequence(
     length: int | None = None,
     rounds: int = 2,
     progress: Callable[[str], None] | None = None,
+    objective: str = "success",
 ) -> tuple[list[int], float]:
     """The best single action sequence on ``seeds``, by coordinate ascent.
 
     Starts from the sequence that repeats the action best on its own, then visits every
     position ``rounds`` times and tries every action there, keeping a change when it raises
-    the score: success rate plus a tenth of the mean final progress s.
+    the score: success rate plus a tenth of the mean final progress s, or (``objective=
+    "utility"``, a negotiation) the mean buyer utility of the deals (SL).
 
     Args:
         env: A discrete view.
@@ -127,14 +145,22 @@ def best_fixed_sequence(
         length: Sequence length (default: the env's exchange budget).
         rounds: Passes over the positions.
         progress: Called with a short status line after each position.
+        objective: ``"success"`` or ``"utility"``.
 
     Returns:
         The sequence and its score on ``seeds``.
+
+    Raises:
+        ValueError: Unknown ``objective``.
     """
+    if objective not in ("success", "utility"):
+        raise ValueError(f"objective must be 'success' or 'utility', got {objective!r}")
     length = int(length) if length else int(getattr(env, "max_exchanges", 8))
     actions = range(int(env.action_space.n))
 
     def score(moves: Sequence[int]) -> float:
+        if objective == "utility":
+            return sum(deal_utility(env, moves, s) for s in seeds) / len(seeds)
         outcomes = [play_moves(env, moves, s) for s in seeds]
         return sum(o[0] + 0.1 * o[1] for o in outcomes) / len(outcomes)
 
@@ -207,16 +233,23 @@ def interface_lines(
 ) -> tuple[dict[str, float], list[int]]:
     """``random``, ``fixed best`` (searched on ``train``) and ``ceiling`` SR on ``test``.
 
-    ``width=0`` leaves the ceiling out (the costliest line under a slow encoder).
+    ``width=0`` leaves the ceiling out (the costliest line under a slow encoder). On a
+    negotiation (a card with a deal judge) the fixed sequence is searched for, and also
+    reported by, its buyer utility: ``fixed best SL``.
 
     Returns:
         The rates and the fixed sequence.
     """
-    fixed, _ = best_fixed_sequence(env, train, rounds=rounds)
+    card = getattr(env, "card", None)
+    deal = card is not None and card.success_judge.kind == "deal"
+    objective = "utility" if deal else "success"
+    fixed, _ = best_fixed_sequence(env, train, rounds=rounds, objective=objective)
     lines = {
         "random": random_rate(env, test),
         "fixed best": sum(play_moves(env, fixed, s)[0] for s in test) / max(len(test), 1),
     }
+    if deal:
+        lines["fixed best SL"] = sum(deal_utility(env, fixed, s) for s in test) / max(len(test), 1)
     if width > 0:
         ceiling = [clairvoyant_search(env, s, width)[1][0] for s in test]
         lines["ceiling"] = sum(ceiling) / max(len(ceiling), 1)

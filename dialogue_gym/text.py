@@ -21,10 +21,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.types import Encoder
 
 __all__ = ["MAX_VIEW_CHARS", "cap_chars", "normalize_text", "text_view"]
 

@@ -69,9 +69,19 @@ def test_bad_maps_are_refused() -> None:
 def test_encoders_without_a_map_are_left_alone() -> None:
     encoder = HashingEncoder(dim=32)
     values = np.asarray([0.1, 0.9])
-    assert on_reference_scale(encoder, values) is values
-    assert on_reference_scale(CachedEncoder(encoder), values) is values  # forwards: identity
-    assert on_reference_scale(object(), 0.3) == 0.3
+    assert encoder.to_reference_cosine(values) is values  # the protocol's default
+    assert CachedEncoder(encoder).to_reference_cosine(values) is values  # forwards: identity
+    # An encoder written before the method was part of the protocol: the cache supplies it.
+    assert CachedEncoder(_Bare()).to_reference_cosine(0.3) == 0.3
+
+
+class _Bare:
+    """A third-party encoder with only the three original protocol members."""
+
+    name, dim = "bare", 4
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(4, dtype=np.float32)[: len(texts)]
 
 
 class _Scaled:
@@ -89,9 +99,20 @@ class _Scaled:
 def test_wrappers_forward_to_the_inner_map() -> None:
     from dialogue_gym.vector.batching import BatchingEncoder, StepRounds
 
-    assert on_reference_scale(CachedEncoder(_Scaled()), 0.8) == pytest.approx(0.4)
+    assert CachedEncoder(_Scaled()).to_reference_cosine(0.8) == pytest.approx(0.4)
     batching = BatchingEncoder(CachedEncoder(_Scaled()), StepRounds())
-    assert on_reference_scale(batching, np.asarray([0.6]))[0] == pytest.approx(0.3)
+    assert batching.to_reference_cosine(np.asarray([0.6]))[0] == pytest.approx(0.3)
+    assert CachedEncoder(batching).to_reference_cosine(0.6) == pytest.approx(0.3)
+
+
+def test_on_reference_scale_is_deprecated_and_forwards_to_the_encoder() -> None:
+    values = np.asarray([0.2, 0.7])
+    with pytest.warns(DeprecationWarning, match="to_reference_cosine"):
+        assert on_reference_scale(HashingEncoder(dim=8), values) is values
+    with pytest.warns(DeprecationWarning):
+        assert on_reference_scale(CachedEncoder(_Scaled()), 0.8) == pytest.approx(0.4)
+    with pytest.warns(DeprecationWarning):
+        assert on_reference_scale(object(), 0.3) == 0.3  # no method: unchanged, as before
 
 
 def test_calibration_texts_are_the_shipped_cards() -> None:

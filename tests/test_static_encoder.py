@@ -382,7 +382,27 @@ def test_cosines_are_mapped_onto_minilms_scale_once(small, capsys) -> None:
     assert again.to_reference_cosine(0.5) == pytest.approx(float(first[1]))
     assert "cosine" not in capsys.readouterr().err  # read from the cache, not refitted
     wrapped = make_encoder(again)
-    assert wrapped.to_reference_cosine(0.5) == pytest.approx(float(first[1]))  # type: ignore[attr-defined]
+    assert wrapped.to_reference_cosine(0.5) == pytest.approx(float(first[1]))
+
+
+def test_the_encoders_rescale_is_bit_identical_to_the_old_function(small) -> None:
+    """Issue 36 item 4: ``to_reference_cosine`` through the cache gives the old function's bits.
+
+    The old ``on_reference_scale(cache, x)`` called the cache's method, which called the old
+    function on the static encoder, which called its map: the same map, the same float ops.
+    """
+    from test_reference_scale import SENTENCES, old_wrapper_output
+
+    from dialogue_gym.mind.encoders import CachedEncoder
+
+    encoder = CachedEncoder(small[0])
+    rows = encoder.encode(SENTENCES)
+    cosines = rows @ rows.T
+    new, old = encoder.to_reference_cosine(cosines), old_wrapper_output(encoder, cosines)
+    assert new.dtype == old.dtype == np.float32 and new.tobytes() == old.tobytes()
+    assert not np.array_equal(new, cosines)  # the map does move them
+    for value in map(float, cosines[1]):
+        assert encoder.to_reference_cosine(value) == old_wrapper_output(encoder, value)
 
 
 @pytest.mark.slow

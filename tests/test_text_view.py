@@ -96,7 +96,10 @@ class _BadPrefix(_NoPrefix):
 
 def test_third_party_encoders_keep_working():
     encoder = _NoPrefix()
-    assert isinstance(encoder, Encoder)  # visible_prefix is not a protocol member
+    # visible_prefix is not a protocol member. to_reference_cosine is (issue 36 item 4): the
+    # cache make_encoder wraps every encoder in supplies it for an encoder written without it.
+    assert isinstance(CachedEncoder(encoder), Encoder)
+    assert CachedEncoder(encoder).to_reference_cosine(0.4) == 0.4
     text = "word " * 1000
     assert text_view(text, encoder) == cap_chars(normalize_text(text))
     cached = CachedEncoder(encoder)

@@ -18,9 +18,11 @@ pairs above it. The fit uses only card text (no benchmark, agent or corpus outco
 deterministic. Ranks are kept: the map cannot make a cheap encoder separate what it does not
 separate, only put its numbers where the thresholds expect them.
 
-:func:`on_reference_scale` is what the users, judges and agents call on every cosine they
-compare with a threshold; an encoder without a ``to_reference_cosine`` method (MiniLM, which is
-the reference, and the hashing test encoder) is left as it is.
+The map is applied inside the encoder: :meth:`dialogue_gym.types.Encoder.to_reference_cosine`
+is what the users, judges and agents call on every cosine they compare with a threshold (the
+identity for MiniLM, which is the reference, and for the hashing test encoder; the static
+encoder's map; wrappers forward). :func:`on_reference_scale`, the function they used to call,
+is deprecated and forwards to that method.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ import dataclasses
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
+
+from dialogue_gym.types import ArrayOrFloat
 
 __all__ = [
     "CosineMap",
@@ -47,8 +52,6 @@ __all__ = [
 
 KNOTS = 201
 """Quantile levels of the map (0, 0.5 %, ..., 100 %)."""
-
-ArrayOrFloat = TypeVar("ArrayOrFloat", float, np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,18 @@ class CosineMap:
 
 
 def on_reference_scale(encoder: object, cosines: ArrayOrFloat) -> ArrayOrFloat:
-    """``cosines`` of ``encoder`` on MiniLM's scale (unchanged for encoders without a map)."""
+    """Deprecated: call ``encoder.to_reference_cosine(cosines)``.
+
+    ``cosines`` of ``encoder`` on MiniLM's scale: the encoder's own
+    :meth:`~dialogue_gym.types.Encoder.to_reference_cosine`, or ``cosines`` unchanged for an
+    object without the method (as before).
+    """
+    warnings.warn(
+        "on_reference_scale(encoder, cosines) is deprecated; call "
+        "encoder.to_reference_cosine(cosines)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     to_reference = getattr(encoder, "to_reference_cosine", None)
     return cosines if to_reference is None else to_reference(cosines)
 

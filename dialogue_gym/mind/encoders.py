@@ -7,6 +7,10 @@ Every encoder returns unit-normalized float32 rows, and a text's row does not de
 other texts of the call — so a cache's state, or batching the texts of several envs together
 (:mod:`dialogue_gym.vector`), never changes an episode. ``CachedEncoder`` memoizes repeated
 texts, which matters because BDI texts and prototype sentences recur on every exchange.
+
+The :class:`Encoder` protocol is defined in :mod:`dialogue_gym.types` (the text view names it
+too) and re-exported here. Its ``to_reference_cosine`` is the identity for MiniLM and the
+hashing encoder; the static encoder maps its cosines onto MiniLM's scale.
 """
 
 from __future__ import annotations
@@ -17,14 +21,13 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from dialogue_gym.mind.cosine_scale import ArrayOrFloat, on_reference_scale
 from dialogue_gym.mind.minilm import MiniLMEncoder
 from dialogue_gym.mind.minilm_assets import minilm_model_dir, normalize_rows
 from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
+from dialogue_gym.types import ArrayOrFloat, Encoder
 
 __all__ = [
     "CachedEncoder",
@@ -38,41 +41,12 @@ __all__ = [
 _TOKEN = re.compile(r"[a-z0-9$']+")
 
 
-@runtime_checkable
-class Encoder(Protocol):
-    """Maps texts to unit-normalized embedding rows of a fixed dimension.
-
-    An encoder may also have the **optional** method ``visible_prefix(text: str) -> str``: the
-    longest prefix of ``text`` that it actually reads (a transformer truncates to its maximum
-    sequence length). :func:`dialogue_gym.text.text_view` cuts every turn to that prefix, so
-    cue regexes and the price parser never read words the encoder cannot see; an encoder
-    without the method gets the first :data:`dialogue_gym.text.MAX_VIEW_CHARS` characters.
-    It is not a member of this protocol, so encoders without it still satisfy it.
-    """
-
-    @property
-    def name(self) -> str:
-        """A stable identifier stamped into result files."""
-        ...
-
-    @property
-    def dim(self) -> int:
-        """The embedding dimension d."""
-        ...
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encodes ``texts`` into a ``(len(texts), dim)`` float32 array of unit rows.
-
-        A text's row must not depend on the other texts of the call.
-        """
-        ...
-
-
-class HashingEncoder:
+class HashingEncoder(Encoder):
     """A dependency-free bag-of-words encoder using signed feature hashing.
 
     Texts sharing words get positive cosine similarity, so it is a usable (if crude)
-    stand-in for a sentence encoder in tests and on machines without torch.
+    stand-in for a sentence encoder in tests and on machines without torch. Its cosines are
+    not mapped onto MiniLM's scale (:meth:`Encoder.to_reference_cosine` is the identity).
 
     Args:
         dim: Embedding dimension.
@@ -123,7 +97,7 @@ class HashingEncoder:
         return cap_chars(text, MAX_VIEW_CHARS)
 
 
-class CachedEncoder:
+class CachedEncoder(Encoder):
     """Memoizes another encoder's rows per text (LRU), encoding only the misses in one batch.
 
     Args:
@@ -158,8 +132,13 @@ class CachedEncoder:
         return cap_chars(text, MAX_VIEW_CHARS)
 
     def to_reference_cosine(self, cosines: ArrayOrFloat) -> ArrayOrFloat:
-        """The inner encoder's cosines on MiniLM's scale (unchanged when it has no map)."""
-        return on_reference_scale(self.inner, cosines)
+        """The inner encoder's ``to_reference_cosine``.
+
+        An inner encoder written without the method (before it was part of :class:`Encoder`)
+        is taken as already on the reference scale: ``cosines`` come back unchanged.
+        """
+        to_reference = getattr(self.inner, "to_reference_cosine", None)
+        return cosines if to_reference is None else to_reference(cosines)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """See :class:`Encoder` (thread-safe).

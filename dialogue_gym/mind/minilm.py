@@ -22,11 +22,12 @@ from dialogue_gym.mind.minilm_assets import (
 )
 from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
 from dialogue_gym.threads import apply_threads
+from dialogue_gym.types import Encoder
 
 __all__ = ["MiniLMEncoder"]
 
 
-class MiniLMEncoder:
+class MiniLMEncoder(Encoder):
     """all-MiniLM-L6-v2 (384-d) through sentence-transformers, loaded offline from site-packages.
 
     **A text's row never depends on the other texts of the call.** sentence-transformers pads
@@ -42,6 +43,9 @@ class MiniLMEncoder:
     the shortest texts, whose tiny matrix products take another BLAS path there), and exactly
     the same rows alone, together and reordered. A model or machine that fails the check falls
     back to the ``"sentence-transformers"`` engine: one sentence-transformers call per text.
+
+    Its cosines are the reference scale the users' thresholds were set on, so
+    :meth:`~dialogue_gym.types.Encoder.to_reference_cosine` is the protocol's identity.
 
     Args:
         device: Torch device string.

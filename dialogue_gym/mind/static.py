@@ -75,7 +75,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.mind.cosine_scale import ArrayOrFloat, CosineMap
+from dialogue_gym.mind.cosine_scale import CosineMap
 from dialogue_gym.mind.minilm_assets import (
     TokenWindow,
     minilm_model_dir,
@@ -92,6 +92,7 @@ from dialogue_gym.mind.static_head import (
     pooled_features,
     unpack_head,
 )
+from dialogue_gym.types import ArrayOrFloat, Encoder
 
 __all__ = [
     "CACHE_ENV",
@@ -474,7 +475,7 @@ def ensure_static_model(
     return final
 
 
-class StaticEncoder:
+class StaticEncoder(Encoder):
     """Static token embeddings distilled from MiniLM (model2vec); see the module docstring.
 
     A text's row is the head applied to ``[mean, max, min]`` of the rows of its WordPiece

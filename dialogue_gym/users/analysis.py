@@ -10,7 +10,6 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import CueIndex, CueText
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.text import text_view
 from dialogue_gym.users.meaning import (
@@ -316,7 +315,7 @@ class UtteranceAnalyzer:
 
     def _relevance(self, embeddings: np.ndarray) -> np.ndarray:
         """Max similarity of each row to any prototype (domain, unlock or anti-pattern)."""
-        return on_reference_scale(self.encoder, (embeddings @ self._protos.T).max(axis=1))
+        return self.encoder.to_reference_cosine((embeddings @ self._protos.T).max(axis=1))
 
     def _cue(self, name: str, text: str | CueText) -> bool:
         cue_text = text if isinstance(text, CueText) else self._cue_index.read(text)
@@ -390,8 +389,8 @@ class UtteranceAnalyzer:
                 read = dataclasses.replace(read, points=parts)
         cues = self._cue_index.read(view)  # every cue family below reads the same view
         # Cosines on MiniLM's scale, where every threshold of the users was set.
-        sims = on_reference_scale(self.encoder, self._protos @ embedding)
-        meaning = on_reference_scale(self.encoder, self._centroids @ embedding)
+        sims = self.encoder.to_reference_cosine(self._protos @ embedding)
+        meaning = self.encoder.to_reference_cosine(self._centroids @ embedding)
         appeals, answered = self._appeals(view)
         unlock: dict[str, float] = {}
         anti: dict[str, float] = {}

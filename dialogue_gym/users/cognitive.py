@@ -30,7 +30,6 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.bdi import BDI
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import ASK_LINE, CLOSING_ASK_LINE, Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn, twin
@@ -202,7 +201,7 @@ class CognitiveUser:
             return p, ["empty"], False, False
         if self.past_embeddings:
             closest = float(max(e @ p.embedding for e in self.past_embeddings))
-            repetition = on_reference_scale(self.analyzer.encoder, closest) >= 0.9
+            repetition = self.analyzer.encoder.to_reference_cosine(closest) >= 0.9
         self.past_embeddings.append(p.embedding)
         if p.off_topic:
             self.affect -= preset.offtopic_penalty

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception
 from dialogue_gym.users.persona import Persona
@@ -509,8 +508,7 @@ class ConcernTracker:
         if not held or not sentences:
             return
         lines = [(cid, line) for cid in held for line in self.card.concern(cid).voice]
-        sims = on_reference_scale(
-            encoder,
+        sims = encoder.to_reference_cosine(
             np.asarray(encoder.encode(sentences))
             @ np.asarray(encoder.encode([line for _, line in lines])).T,
         )

@@ -17,7 +17,6 @@ from typing import Protocol
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.persona import Persona
@@ -107,9 +106,9 @@ class UserPerception:
             rows.extend(p.sentence_embeddings)
         best = 0.0
         for row in rows:
-            own = float(on_reference_scale(encoder, float(self._situation @ row)))
+            own = float(encoder.to_reference_cosine(float(self._situation @ row)))
             other = float((self._other_situations @ row).max(initial=-1.0))
-            other = float(on_reference_scale(encoder, other))
+            other = float(encoder.to_reference_cosine(other))
             if own - other >= self.preset.situation_margin:
                 best = max(best, own)
         return best

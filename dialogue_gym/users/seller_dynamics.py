@@ -18,7 +18,6 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.prices import OfferReading, mask_prices, offer_in, read_offer
 from dialogue_gym.stance import classify_stance
 from dialogue_gym.text import text_view
@@ -235,8 +234,8 @@ class SellerDynamics:
         if reading.clarified:
             self._forgive_misread(reading)
         repetition = bool(self.past_embeddings) and (
-            on_reference_scale(
-                self.analyzer.encoder, float(max(e @ p.embedding for e in self.past_embeddings))
+            self.analyzer.encoder.to_reference_cosine(
+                float(max(e @ p.embedding for e in self.past_embeddings))
             )
             >= 0.9
         )

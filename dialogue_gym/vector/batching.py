@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.backends.base import BaseBackend, Completion, SampleRequest
-from dialogue_gym.mind.cosine_scale import ArrayOrFloat, on_reference_scale
-from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.types import ArrayOrFloat, Encoder
 
 __all__ = ["BatchingBackend", "BatchingEncoder", "SlotRunner", "StepRounds"]
 
@@ -140,7 +139,7 @@ def _run_group(calls: list[_Call]) -> None:
             call.error = exc
 
 
-class BatchingEncoder:
+class BatchingEncoder(Encoder):
     """An encoder whose calls from :class:`StepRounds` members are batched per round.
 
     Args:
@@ -163,8 +162,8 @@ class BatchingEncoder:
         return self.inner.dim
 
     def to_reference_cosine(self, cosines: ArrayOrFloat) -> ArrayOrFloat:
-        """The inner encoder's cosines on MiniLM's scale (unchanged when it has no map)."""
-        return on_reference_scale(self.inner, cosines)
+        """The inner encoder's ``to_reference_cosine`` (see :class:`Encoder`)."""
+        return self.inner.to_reference_cosine(cosines)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """See :class:`~dialogue_gym.mind.encoders.Encoder`."""

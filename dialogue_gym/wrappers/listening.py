@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.realize import draw_unused
 from dialogue_gym.stance import classify_stance
@@ -277,7 +276,7 @@ class ListeningFeatures:
         if not sentences or not len(self._line_owner):
             return
         embedded = np.asarray(self.encoder.encode(sentences), dtype=np.float32)
-        sims = on_reference_scale(self.encoder, embedded @ self._line_matrix.T)
+        sims = self.encoder.to_reference_cosine(embedded @ self._line_matrix.T)
         for sims_row in np.atleast_2d(sims):
             best = int(np.argmax(sims_row))
             if float(sims_row[best]) < self.match_threshold:

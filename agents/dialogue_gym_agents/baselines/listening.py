@@ -23,7 +23,6 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 
 USER_SPEAKER = 1
@@ -80,8 +79,8 @@ class ConcernListener:
         sentences = [s for s in re.split(r"[.!?]+", reply) if len(s.split()) >= self.MIN_WORDS]
         if not sentences or not self._ids:
             return []
-        sims = on_reference_scale(
-            self.encoder, np.asarray(self.encoder.encode(sentences)) @ self._matrix.T
+        sims = self.encoder.to_reference_cosine(
+            np.asarray(self.encoder.encode(sentences)) @ self._matrix.T
         )
         heard: dict[str, str] = {}
         for row in sims:

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.mind.cosine_scale import on_reference_scale
 from dialogue_gym.mind.encoders import Encoder
 
 __all__ = [
@@ -161,9 +160,9 @@ class VoiceReader:
         if not sentences or self._matrix is None:
             return []
         embedded = self.encoder.encode(sentences)
-        sims = on_reference_scale(self.encoder, embedded @ self._matrix.T)
+        sims = self.encoder.to_reference_cosine(embedded @ self._matrix.T)
         acks = (
-            on_reference_scale(self.encoder, (embedded @ self._acks.T).max(axis=1))
+            self.encoder.to_reference_cosine((embedded @ self._acks.T).max(axis=1))
             if self._acks is not None
             else None
         )

@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 from dialogue_gym import card_schema as schema
 from dialogue_gym.card_schema import CardError
-
-if TYPE_CHECKING:  # cards.py builds TaskCard from these sections
-    from dialogue_gym.cards import TaskCard
+from dialogue_gym.types import TaskLike
 
 __all__ = [
     "AGENT_FAMILIES",
@@ -146,20 +144,25 @@ class PromptWording:
     annotator_hints: tuple[str, ...] = ()
 
 
-class TaskTable(Mapping[str, Any]):
+Card = TypeVar("Card", bound=TaskLike)
+"""The cards a :class:`TaskTable` reads (a :class:`~dialogue_gym.cards.TaskCard`)."""
+
+
+class TaskTable(Mapping[str, Any], Generic[Card]):
     """A read-only table task id → one value of each card, computed from the cards when read.
 
     For code that holds a task id rather than a card (``TRAIN_SPLITS["CB"]``): the table is
-    never built at import, and it follows the cards (a card registered later shows up).
+    never built at import, and it follows the cards (a card registered later shows up). It is
+    generic in the card type (anything with an ``id``,
+    :class:`~dialogue_gym.types.TaskLike`), so these sections need not import the cards
+    module that builds :class:`~dialogue_gym.cards.TaskCard` from them.
 
     Args:
         value: The value of a card; ``None`` or empty leaves the card's task out.
         cards: Returns the cards to read (e.g. the registered ones).
     """
 
-    def __init__(
-        self, value: Callable[[TaskCard], Any], cards: Callable[[], Iterable[TaskCard]]
-    ) -> None:
+    def __init__(self, value: Callable[[Card], Any], cards: Callable[[], Iterable[Card]]) -> None:
         self._value = value
         self._cards = cards
 

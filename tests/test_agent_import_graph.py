@@ -1,10 +1,11 @@
 """The agent package's shape (issue 17 item 2): no import cycle, no oversized module.
 
 The imports are read with :mod:`ast`, not by importing: module-level and function-level
-imports both count (a lazy import inside a function still ties two modules together), imports
-under ``if TYPE_CHECKING:`` do not (they never run). An import of a submodule does not count
-as an import of its parent package's ``__init__`` (Python runs it, but a package initializer
-that only holds a docstring cannot close a cycle).
+imports both count (a lazy import inside a function still ties two modules together), and so do
+imports under ``if TYPE_CHECKING:`` (issue 36 item 4: a type-only import is still a
+dependency). An import of a submodule does not count as an import of its parent package's
+``__init__`` (Python runs it, but a package initializer that only holds a docstring cannot
+close a cycle).
 """
 
 from __future__ import annotations
@@ -36,22 +37,12 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run (skipping ``if TYPE_CHECKING:`` bodies)."""
+    """Every import statement (``if TYPE_CHECKING:`` bodies included)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                stack.extend(child.orelse)
-                continue
             if isinstance(child, ast.Import | ast.ImportFrom):
                 yield child
             stack.append(child)
@@ -125,6 +116,13 @@ def test_the_walker_sees_module_and_function_level_imports() -> None:
     assert f"{PACKAGE}.common.checkpoint" in graph[f"{PACKAGE}.planner.agent"]
     # function level (the LM agent of a MASP checkpoint is imported when one is loaded)
     assert f"{PACKAGE}.masp.lm_policy" in graph[f"{PACKAGE}.masp.agent"]
+
+
+def test_the_walker_sees_type_checking_imports() -> None:
+    tree = ast.parse("if TYPE_CHECKING:\n    from a import B\nelse:\n    import c\n")
+    assert {
+        n.module if isinstance(n, ast.ImportFrom) else n.names[0].name for n in _import_nodes(tree)
+    } == {"a", "c"}
 
 
 def test_cycle_detection_finds_a_planted_cycle() -> None:

@@ -1,12 +1,13 @@
 """The core's import graph: no cycles, no agents, no module over 600 lines (issue 17 item 3).
 
 The graph is read from the source with :mod:`ast`, without importing anything. A module's edges
-are every ``dialogue_gym.*`` module it imports, at module level or inside a function (a lazy
-import is still a dependency; it only moves the cycle to run time), plus the ``"module:attr"``
-strings the registries load by name. Two things are left out on purpose:
+are every ``dialogue_gym.*`` module it imports, at module level, inside a function (a lazy
+import is still a dependency; it only moves the cycle to run time) or under
+``if TYPE_CHECKING:`` (issue 36 item 4: an import that never runs is still a dependency of the
+code's meaning; a type two modules share lives in :mod:`dialogue_gym.types`, which imports
+nothing of the package), plus the ``"module:attr"`` strings the registries load by name. One
+thing is left out on purpose:
 
-* imports under ``if TYPE_CHECKING:`` — they never run; annotating against a higher layer is
-  how a lower layer names a type without depending on it;
 * the implicit import of a module's parent packages (``import a.b.c`` runs ``a/__init__`` and
   ``a/b/__init__``): counting it would put every submodule in a cycle with a package
   ``__init__`` that re-exports it, which says nothing about the layering. An explicit
@@ -25,6 +26,8 @@ import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 import dialogue_gym
 
 PACKAGE_DIR = Path(dialogue_gym.__file__).resolve().parent
@@ -41,7 +44,6 @@ KNOWN_MODULE_CYCLES: dict[frozenset[str], str] = {}
 # Cycles between the core's top-level parts (see the module doc), as above.
 KNOWN_PART_CYCLES: dict[frozenset[str], str] = {}
 
-_TYPE_CHECKING_NAMES = {"TYPE_CHECKING"}
 _REGISTRY_STRING = re.compile(r"^(dialogue_gym(?:\.\w+)*):\w+$")
 # A string that names an agents module (a "module:attr" path or an import_module argument).
 _AGENTS_STRING = re.compile(r"^dialogue_gym_agents(?:\.\w+)*(?::\w+)?$")
@@ -58,21 +60,14 @@ def _module_files() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    if isinstance(test, ast.Name):
-        return test.id in _TYPE_CHECKING_NAMES
-    return isinstance(test, ast.Attribute) and test.attr in _TYPE_CHECKING_NAMES
-
-
 def _imported_names(tree: ast.Module, package: str) -> Iterator[tuple[str, str | None]]:
-    """Yields (module, imported name or None) for every runtime import and registry string."""
+    """Yields (module, imported name or None) for every import and registry string.
+
+    Imports under ``if TYPE_CHECKING:`` count like any other.
+    """
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, None
@@ -248,6 +243,38 @@ def test_graph_sees_lazy_imports_and_registry_strings() -> None:
     assert "dialogue_gym.users.cognitive" in graph["dialogue_gym.users"]
     # backends/__init__ imports the OpenAI backend inside a function.
     assert "dialogue_gym.backends.openai_backend" in graph["dialogue_gym.backends"]
+
+
+def test_type_checking_imports_are_edges() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import typing\n"
+        "if TYPE_CHECKING:\n"
+        "    from dialogue_gym.cards import TaskCard\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    import dialogue_gym.mind.encoders\n"
+    )
+    found = {source for source, _ in _imported_names(ast.parse(source), "dialogue_gym")}
+    assert {"dialogue_gym.cards", "dialogue_gym.mind.encoders"} <= found
+
+
+def test_a_type_checking_cycle_fails() -> None:
+    """A cycle closed only by a ``TYPE_CHECKING`` import is a cycle (three were, until issue 36)."""
+    graph = import_graph()
+    # Each of these closed a cycle through a TYPE_CHECKING import (calibration <-> data as parts).
+    assert "dialogue_gym.cards" not in graph["dialogue_gym.card_sections"]
+    assert "dialogue_gym.mind.encoders" not in graph["dialogue_gym.text"]
+    assert not {
+        m for m in graph["dialogue_gym.calibration.fit"] if m.startswith("dialogue_gym.data")
+    }
+    planted = {name: set(edges) for name, edges in graph.items()}
+    planted["dialogue_gym.card_sections"].add("dialogue_gym.cards")  # the old TYPE_CHECKING edge
+    with pytest.raises(AssertionError, match="import cycles"):
+        _check_cycles(planted, KNOWN_MODULE_CYCLES)
+
+
+def test_shared_types_import_nothing_of_the_package() -> None:
+    assert import_graph()["dialogue_gym.types"] == set()
 
 
 def test_stance_reader_is_neutral() -> None:

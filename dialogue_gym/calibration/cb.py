@@ -28,14 +28,12 @@ The table holds only aggregate numbers: counts and the quantiles of the two rati
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dialogue_gym.calibration.fit import CalibrationError, register
-
-if TYPE_CHECKING:
-    from dialogue_gym.data.records import Dialogue
+from dialogue_gym.types import DialogueRecord
 
 __all__ = [
     "HARD_LEVELS",
@@ -57,7 +55,7 @@ MIN_DEALS = 50
 _DIGITS = 4
 
 
-def deal_price(dialogue: Dialogue) -> float | None:
+def deal_price(dialogue: DialogueRecord) -> float | None:
     """The price of a dialogue's deal: its last offer, answered by ``accept``; else ``None``.
 
     A ``reject`` or ``quit`` after the last offer, or an offer without a price, is no priced
@@ -67,7 +65,7 @@ def deal_price(dialogue: Dialogue) -> float | None:
     return offer if verdict == "accept" else None
 
 
-def closing_offer(dialogue: Dialogue) -> tuple[float | None, str | None]:
+def closing_offer(dialogue: DialogueRecord) -> tuple[float | None, str | None]:
     """The dialogue's last offer (its price, ``None`` if it named none) and what answered it.
 
     The answer is the last ``accept``, ``reject`` or ``quit`` after that offer, else ``None``.
@@ -83,7 +81,7 @@ def closing_offer(dialogue: Dialogue) -> tuple[float | None, str | None]:
     return offer, verdict
 
 
-def _listing(dialogue: Dialogue) -> float | None:
+def _listing(dialogue: DialogueRecord) -> float | None:
     value = dialogue.situation.get("listing_price") or dialogue.situation.get("seller_target")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
@@ -99,7 +97,7 @@ def _at(quantiles: Sequence[float], level: float) -> float:
 
 
 @register("cb", corpus="cb", version=1, description="seller floor ranges (soft, hard)")
-def fit_cb(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def fit_cb(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """Fits the seller's floor ranges on CB train dialogues or scenarios (module docstring).
 
     Raises:

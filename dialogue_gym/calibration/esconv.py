@@ -33,13 +33,11 @@ writes a table :func:`dialogue_gym.judges.user_text.reader_for` can read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dialogue_gym.calibration.fit import CalibrationError, register
 from dialogue_gym.calibration.text_reader import TextReader, fit_ridge, fit_softmax
-
-if TYPE_CHECKING:
-    from dialogue_gym.data.records import Dialogue
+from dialogue_gym.types import DialogueRecord
 
 __all__ = [
     "EDGE_REPLIES",
@@ -58,7 +56,7 @@ MIN_DF = 3
 _FALL_RANGE = (1.0, 4.0)
 
 
-def seeker_replies(dialogue: Dialogue) -> list[str]:
+def seeker_replies(dialogue: DialogueRecord) -> list[str]:
     """The seeker's replies: consecutive seeker turns joined into one reply.
 
     Seeker turns before the supporter's first turn are dropped (the simulated seeker speaks
@@ -80,7 +78,7 @@ def seeker_replies(dialogue: Dialogue) -> list[str]:
     return replies
 
 
-def intensity_fall(dialogue: Dialogue) -> int | None:
+def intensity_fall(dialogue: DialogueRecord) -> int | None:
     """Initial − final emotion intensity from the seeker survey; ``None`` if either is missing."""
     score = dialogue.situation.get("survey_score")
     seeker = score.get("seeker", {}) if isinstance(score, dict) else {}
@@ -98,7 +96,7 @@ def intensity_fall(dialogue: Dialogue) -> int | None:
     version=1,
     description="seeker readers (closing-like reply; intensity fall of the last replies)",
 )
-def fit_esconv(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def fit_esconv(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """Fits the two seeker readers on ESConv train dialogues (module docstring).
 
     Raises:

@@ -22,12 +22,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dialogue_gym.types import DialogueRecord
 from dialogue_gym.version import __version__
-
-if TYPE_CHECKING:  # the records are read by attribute only: no runtime edge to the loaders
-    from dialogue_gym.data.records import Dialogue
 
 __all__ = [
     "FITTERS",
@@ -46,7 +44,7 @@ __all__ = [
 TRAIN = "train"
 """The only split a fit reads."""
 
-FitFunction = Callable[[Sequence["Dialogue"]], dict[str, Any]]
+FitFunction = Callable[[Sequence[DialogueRecord]], dict[str, Any]]
 
 
 class CalibrationError(ValueError):
@@ -99,12 +97,12 @@ def register(
     return decorate
 
 
-def ids_sha256(dialogues: Sequence[Dialogue]) -> str:
+def ids_sha256(dialogues: Sequence[DialogueRecord]) -> str:
     """The sha256 of the dialogues' ids, sorted and joined by newlines."""
     return hashlib.sha256("\n".join(sorted(d.id for d in dialogues)).encode()).hexdigest()
 
 
-def fit(task: str, dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def fit(task: str, dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """Fits ``task`` on its corpus's train dialogues.
 
     Args:

@@ -72,7 +72,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -84,9 +84,7 @@ from dialogue_gym.calibration.text_reader import (
     fit_softmax,
     fit_softmax_many,
 )
-
-if TYPE_CHECKING:
-    from dialogue_gym.data.records import Dialogue, Turn
+from dialogue_gym.types import DialogueRecord, TurnRecord
 
 __all__ = [
     "AGREE_ACTS",
@@ -128,7 +126,7 @@ ITERATIONS = 400
 MIN_DF = 3
 
 
-def turn_stance(turn: Turn) -> str:
+def turn_stance(turn: TurnRecord) -> str:
     """The stance of an annotated persuadee turn from its acts (module docstring)."""
     acts = set(turn.acts)
     if acts & AGREE_ACTS:
@@ -147,7 +145,7 @@ def turn_stance(turn: Turn) -> str:
     description="persuadee stance reader; persuader ask and appeal readers",
     format="annotated",
 )
-def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def fit_p4g(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """Fits the persuadee stance, persuader ask and appeal readers on annotated train dialogues.
 
     See the module docstring for the labels.
@@ -180,7 +178,7 @@ def fit_p4g(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     }
 
 
-def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def _fit_asks(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """The ask reader's part of the table: its rule, label counts and reader."""
     texts, labels = _labelled_turns(
         dialogues, "system", lambda turn: "ask" if ASK_ACTS & set(turn.acts) else "other"
@@ -199,7 +197,7 @@ def _fit_asks(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     }
 
 
-def _fit_appeals(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def _fit_appeals(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """The appeal readers' part of the table: the rule, label counts and one reader per appeal.
 
     An appeal without both train turns that make it and turns that do not gets no reader (and
@@ -229,7 +227,7 @@ Label = TypeVar("Label")
 
 
 def _labelled_turns(
-    dialogues: Sequence[Dialogue], role: str, label: Callable[[Turn], Label]
+    dialogues: Sequence[DialogueRecord], role: str, label: Callable[[TurnRecord], Label]
 ) -> tuple[list[str], list[Label]]:
     """The texts of ``role``'s annotated, non-empty turns and their labels."""
     texts: list[str] = []

@@ -36,14 +36,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dialogue_gym.calibration.fit import CalibrationError, register, shipped_table
-
-if TYPE_CHECKING:
-    from dialogue_gym.data.records import Dialogue
+from dialogue_gym.types import DialogueRecord
 
 __all__ = [
     "DIGITS",
@@ -147,7 +145,7 @@ def logistic_regression(
     version=1,
     description="persuadee donation propensity from the survey (starting willingness)",
 )
-def fit_p4g_persona(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
+def fit_p4g_persona(dialogues: Sequence[DialogueRecord]) -> dict[str, Any]:
     """Fits the donation propensity on the train persuadees' surveys (module docstring).
 
     Raises:

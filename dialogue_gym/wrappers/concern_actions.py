@@ -74,7 +74,7 @@ class ConcernActions(StrategyActions):
 
     A reply sentence counts as a concern's ``voice``, ``partial`` or ``resolved`` line when its
     closest card line of those kinds is at least ``match_threshold`` similar, on MiniLM's
-    cosine scale (:func:`~dialogue_gym.mind.cosine_scale.on_reference_scale`), so the flags
+    cosine scale (the encoder's ``to_reference_cosine``), so the flags
     mean the same under every encoder.
 
     **Info**: the system seat's info plus ``strategy`` (the move name), ``strategy_index`` and

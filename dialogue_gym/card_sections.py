@@ -25,6 +25,11 @@ used to keep in per-task tables, so adding a task touches nothing else:
     ``[llm.stance_meanings]`` (a stance judge's explanation of each stance; ``{user}`` is the
     user role) and ``annotator_hints`` (calibration notes for the BDI annotator).
 
+``[task] plugin``
+    The task's plug-in: the module (``"dialogue_gym.plugins.p4g"``) or ``"module:attr"`` of
+    the :class:`~dialogue_gym.task_plugin.TaskPlugin` that holds the task's own code (see
+    :mod:`dialogue_gym.task_plugin`); without one the task gets the generic behaviour.
+
 Every field is validated by :mod:`dialogue_gym.card_schema`'s helpers, so a bad value is a
 :class:`~dialogue_gym.card_schema.CardError` naming the field.
 """
@@ -32,6 +37,7 @@ Every field is validated by :mod:`dialogue_gym.card_schema`'s helpers, so a bad 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -51,6 +57,7 @@ __all__ = [
     "parse_agent_family",
     "parse_catalog",
     "parse_corpus",
+    "parse_plugin",
     "parse_prompt_wording",
 ]
 
@@ -217,6 +224,27 @@ def parse_brief(data: Mapping[str, Any]) -> tuple[str, ...]:
     if any(not fact.strip() for fact in facts):
         raise CardError("brief.facts: a fact is empty")
     return facts
+
+
+_PLUGIN = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$")
+
+
+def parse_plugin(data: Mapping[str, Any]) -> str | None:
+    """``[task] plugin``: the module (or ``"module:attr"``) of the task's plug-in (optional).
+
+    Only the spelling is checked here; the module is imported when a hook is first asked for
+    (:func:`dialogue_gym.task_plugin.plugin_of`), so a card stays data.
+
+    Raises:
+        CardError: ``plugin`` is not a dotted module path, optionally with ``:attr``.
+    """
+    task = schema.table(data, "task", "")
+    if "plugin" not in task:
+        return None
+    spec = schema.text(task, "plugin", "task", empty=False)
+    if not _PLUGIN.match(spec):
+        raise CardError(f"task.plugin: {spec!r} is not a module path ('pkg.module[:attr]')")
+    return spec
 
 
 def brief_text(goal: str, facts: tuple[str, ...]) -> str:

@@ -182,7 +182,7 @@ class TaskCard:
     simulator family (``"cognitive"``; ``"seller"`` for negotiation), ``decision_trigger`` says
     whether the user decides only when the system asks (``"ask"``: persuasion, sales) or on any
     turn (``"any"``: empathy), and ``extra`` keeps any other top-level section of the TOML for
-    task-specific components; ``catalog`` … ``prompts``: :mod:`dialogue_gym.card_sections`.
+    task-specific components; ``catalog`` … ``plugin``: :mod:`dialogue_gym.card_sections`.
     """
 
     id: str
@@ -212,6 +212,7 @@ class TaskCard:
     agent_family: str | None = None
     prompts: PromptWording = dataclasses.field(default_factory=PromptWording)
     brief: tuple[str, ...] = ()
+    plugin: str | None = None
 
     @property
     def system_brief(self) -> str:
@@ -442,13 +443,8 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
     replies_table = schema.table(data, "replies", "")
     replies = {key: schema.texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
     # Further reply kinds are kept for task-specific user models.
-    replies.update(
-        {
-            str(key): schema.texts(replies_table, key, "replies")
-            for key in replies_table
-            if key not in replies
-        }
-    )
+    extra_replies = [str(key) for key in replies_table if key not in replies]
+    replies.update({key: schema.texts(replies_table, key, "replies") for key in extra_replies})
     styles = tuple(_style(s, i) for i, s in enumerate(schema.tables(data, "styles", "")))
     if not styles:
         raise CardError("styles: expected at least one [[styles]]")
@@ -489,6 +485,7 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
         agent_family=sections.parse_agent_family(data),
         prompts=sections.parse_prompt_wording(data, success_judge.labels, user_role),
         brief=sections.parse_brief(data),
+        plugin=sections.parse_plugin(data),
     )
 
 

@@ -10,6 +10,8 @@ may import it. The types keep their public homes as re-exports: ``Encoder`` is s
   the text view in :mod:`dialogue_gym.text`, the users, the agents).
 * :class:`TaskLike` — a card as far as a per-task table needs it (``id``); the cards build
   :class:`~dialogue_gym.card_sections.TaskTable` over :class:`~dialogue_gym.cards.TaskCard`.
+* :class:`StanceReader` — a learned reader of a real user's reply (a task plug-in's
+  :meth:`~dialogue_gym.task_plugin.TaskPlugin.stance_reader`, the embedded success judge).
 * :class:`TurnRecord`, :class:`DialogueRecord` — a corpus dialogue as the calibration fitters
   read it (:mod:`dialogue_gym.calibration`); :mod:`dialogue_gym.data.records` has the records.
 """
@@ -25,6 +27,7 @@ __all__ = [
     "ArrayOrFloat",
     "DialogueRecord",
     "Encoder",
+    "StanceReader",
     "TaskLike",
     "TurnRecord",
 ]
@@ -160,4 +163,12 @@ class DialogueRecord(Protocol):
     @property
     def user_turns(self) -> Sequence[TurnRecord]:
         """The user's turns."""
+        ...
+
+
+class StanceReader(Protocol):
+    """Reads the stance distribution of the last user reply of a transcript."""
+
+    def distribution(self, history: Sequence[tuple[str, str]]) -> dict[str, float]:
+        """Stance (``refused``/``neutral``/``positive``/``agree``) → probability."""
         ...

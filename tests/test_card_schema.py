@@ -93,6 +93,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "task.user_goal": ("p4g", BAD_STR),
     "task.user_model": ("cb", [*BAD_STR, ""]),
     "task.decision_trigger": ("ed", BAD_CHOICE),
+    "task.plugin": ("p4g", [*BAD_STR, "", "not a module", "a..b", "mod:", "mod:a:b"]),
     "task.max_exchanges": ("p4g", bad_ints(1, 1000)),
     "task.domain": ("p4g", BAD_TEXTS_NONEMPTY),
     "target": ("p4g", BAD_TABLE),

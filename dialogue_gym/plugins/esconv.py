@@ -1,0 +1,39 @@
+"""ESConv's plug-in (``envs/esconv.toml``: ``plugin = "dialogue_gym.plugins.esconv"``).
+
+* :meth:`ESConvPlugin.stance_reader`: :class:`~dialogue_gym.calibration.esconv.SeekerReader`.
+  The corpus is CC BY-NC 4.0, so no table ships: it is read from a table
+  ``dialogue-gym data fit esconv --out DIR`` wrote, or fitted on the train dialogues given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dialogue_gym.calibration import esconv as esconv_calibration
+from dialogue_gym.calibration import fit, load_table
+from dialogue_gym.task_plugin import TaskPlugin
+from dialogue_gym.types import DialogueRecord, StanceReader
+
+__all__ = ["PLUGIN", "ESConvPlugin"]
+
+
+class ESConvPlugin(TaskPlugin):
+    """ESConv's hooks (see the module docstring)."""
+
+    def stance_reader(
+        self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None
+    ) -> StanceReader | None:
+        """The seeker reader from ``table``, else fitted on ``train`` (``None`` without either).
+
+        Raises:
+            CalibrationError: ``train`` holds a dialogue of another split, or ``table`` is not
+                a valid table of the task.
+        """
+        if table is not None:
+            return esconv_calibration.SeekerReader(load_table(Path(table)))
+        usable = [d for d in train if d.turns]
+        return esconv_calibration.SeekerReader(fit("esconv", usable)) if usable else None
+
+
+PLUGIN = ESConvPlugin()

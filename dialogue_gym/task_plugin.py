@@ -1,0 +1,120 @@
+"""Task plug-ins: the code of one task, named by its card (``[task] plugin``).
+
+A task is a card (:mod:`dialogue_gym.cards`); what a card cannot say as data — a reader fitted
+on the task's corpus, a corpus-specific persona — lives in the task's plug-in, one module per
+task, which the card names::
+
+    [task]
+    id = "P4G"
+    plugin = "dialogue_gym.plugins.p4g"     # or "mypkg.my_task:PLUGIN"
+
+The module holds a :class:`TaskPlugin` (its ``PLUGIN`` attribute, or the attribute after
+``:``). The generic core never imports a plug-in: it asks :func:`plugin_of` (a card) or
+:func:`plugin_for_task` (a registered task id) for the card's plug-in and calls its hooks, and
+a card without one gets :class:`TaskPlugin` itself, whose hooks are the generic behaviour.
+``tests/test_task_plugins.py`` checks that the modules moved behind this interface compare no
+task id. The shipped plug-ins are in :mod:`dialogue_gym.plugins`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from dialogue_gym.card_schema import CardError
+from dialogue_gym.cards import load_card
+from dialogue_gym.types import DialogueRecord, StanceReader
+
+__all__ = [
+    "GENERIC",
+    "PluginCard",
+    "TaskPlugin",
+    "name_task_card",
+    "plugin_for_task",
+    "plugin_of",
+]
+
+
+class PluginCard(Protocol):
+    """A card as far as finding its plug-in reads it."""
+
+    @property
+    def plugin(self) -> str | None:
+        """``[task] plugin``: the plug-in's module (or ``"module:attr"``), or ``None``."""
+        ...
+
+
+class TaskPlugin:
+    """The hooks a task's plug-in may override; each default is the generic behaviour.
+
+    Subclass it in the task's module, override the hooks the task needs and bind an instance
+    to ``PLUGIN``. A hook the core gains later gets a generic default here, so a plug-in written
+    today keeps working.
+    """
+
+    def stance_reader(
+        self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None
+    ) -> StanceReader | None:
+        """The learned reader of a real user's replies for the success judge.
+
+        Called by :func:`dialogue_gym.judges.user_text.reader_for`.
+
+        Args:
+            train: The task's train dialogues, for a reader fitted on the spot.
+            table: A fitted table (``dialogue-gym data fit``'s output), read instead.
+
+        Returns:
+            The reader, or ``None`` (generic: the judge reads replies with the card's cues).
+        """
+        return None
+
+
+GENERIC = TaskPlugin()
+"""The plug-in of a card that names none: every hook's generic behaviour."""
+
+
+@functools.cache
+def _load(spec: str) -> TaskPlugin:
+    """Imports the plug-in ``"module"`` (its ``PLUGIN``) or ``"module:attr"``."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        plugin = getattr(importlib.import_module(module_name), attr or "PLUGIN")
+    except (ImportError, AttributeError) as exc:
+        raise CardError(f"task.plugin: cannot load {spec!r}: {exc}") from exc
+    if not isinstance(plugin, TaskPlugin):
+        raise CardError(f"task.plugin: {spec!r} is a {type(plugin).__name__}, not a TaskPlugin")
+    return plugin
+
+
+def plugin_of(card: PluginCard) -> TaskPlugin:
+    """The plug-in a card names (imported on first use), or :data:`GENERIC` if it names none.
+
+    Raises:
+        CardError: The module cannot be imported, lacks the attribute, or it is not a
+            :class:`TaskPlugin`.
+    """
+    return GENERIC if card.plugin is None else _load(card.plugin)
+
+
+_CARD_OF_TASK: dict[str, str] = {}
+"""Task id → the card (name or path) :func:`dialogue_gym.tasks.register_card` registered."""
+
+
+def name_task_card(task_id: str, card: str) -> None:
+    """Records the card of a registered task id (called by ``register_card``)."""
+    _CARD_OF_TASK.setdefault(task_id, card)
+
+
+def plugin_for_task(task_id: str) -> TaskPlugin:
+    """The plug-in of a registered task id's card; :data:`GENERIC` for an unknown id.
+
+    For layers handed an id rather than a card; the card is loaded (and validated) once.
+
+    Raises:
+        CardError: The card is invalid or its plug-in cannot be loaded.
+    """
+    card = _CARD_OF_TASK.get(task_id)
+    return GENERIC if card is None else plugin_of(load_card(card))

@@ -22,10 +22,10 @@ import functools
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dialogue_gym.card_schema import CardError
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.types import DialogueRecord, StanceReader
 
 __all__ = [
@@ -68,6 +68,37 @@ class TaskPlugin:
 
         Returns:
             The reader, or ``None`` (generic: the judge reads replies with the card's cues).
+        """
+        return None
+
+    def persona_layers(self, card: TaskCard, seed: Any, base: Any) -> dict[str, Any]:
+        """Persona fields read from a real participant (``make(..., data=...)``, validity).
+
+        Called by :func:`dialogue_gym.users.corpus.personas_from_seeds` for each corpus seed,
+        after the seed's situation became persona facts.
+
+        Args:
+            card: The task card.
+            seed: The :class:`~dialogue_gym.data.records.EpisodeSeed` (``corpus``,
+                ``profile``, ``situation``).
+            base: The bank :class:`~dialogue_gym.users.persona.Persona` chosen for the seed.
+
+        Returns:
+            ``dataclasses.replace`` keyword arguments for the persona; generic: none (the bank
+            persona's layers).
+        """
+        return {}
+
+    def persona_background(self, persona: Any, seed: Any) -> str | None:
+        """The background of a persona pinned to a corpus seed.
+
+        Args:
+            persona: The persona with :meth:`persona_layers` applied.
+            seed: Its corpus seed.
+
+        Returns:
+            The background, or ``None`` for the generic one (the seed's situation, when the
+            corpus gives one).
         """
         return None
 

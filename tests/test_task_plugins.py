@@ -37,7 +37,6 @@ PLUGIN_MODULE = "dg_garden_plugin"
 # Task-specific packages (``plugins/``, ``calibration/``, ``data/``) are not scanned.
 KNOWN_TASK_BRANCHES: dict[str, str] = {
     "dialogue_gym/annotate.py": "profile_text: per-corpus profile wording -> a corpus hook",
-    "dialogue_gym/users/corpus.py": "personas_from_seeds: P4G/ESConv persona layers -> a hook",
     "dialogue_gym/users/esconv_seeker.py": "ESConv's seeker as a whole -> plugins/esconv",
     "dialogue_gym/validity/corpus.py": "outcome_of: per-corpus real outcome -> a corpus hook",
     "dialogue_gym/validity/cells.py": "per-task pass thresholds -> the card or plug-in",
@@ -186,3 +185,23 @@ def test_a_misspelled_plugin_is_refused_with_the_card(garden: Path, spec: str) -
     garden.write_text(text, encoding="utf-8")
     with pytest.raises(CardError, match=r"task\.plugin"):
         load_card(garden)
+
+
+def test_the_persona_hooks_come_with_the_plugin(tmp_path: Path) -> None:
+    from dialogue_gym.data import Dialogue, seeds_from
+    from dialogue_gym.users.corpus import personas_from_seeds
+
+    profile = {"income.x": 1.0, "care.x": 1.0, "extrovert.x": 5.0, "age.x": 61.0}
+    profile |= {"edu.x": "Bachelor", "employment.x": "Retired"}
+    seeds = seeds_from([Dialogue("p4g", "p001", "test", (), profile, {})], "goal")
+    p4g = load_card("p4g")
+    text = (ENVS / "p4g.toml").read_text("utf-8")
+    assert text.count(f'plugin = "{p4g.plugin}"') == 1
+    bare = tmp_path / "bare.toml"  # P4G's card without its plug-in: the generic layers
+    bare.write_text(text.replace(f'plugin = "{p4g.plugin}"', ""), encoding="utf-8")
+    (pinned,) = personas_from_seeds(p4g, seeds)
+    (generic,) = personas_from_seeds(load_card(bare), seeds)
+    assert pinned.id == generic.id == "p4g:p001"
+    assert pinned.age == 61 and pinned.background.endswith(": bachelor, retired.")
+    assert generic.background != pinned.background
+    assert dict(pinned.concerns).get("affordability") == 1.0  # the lowest income

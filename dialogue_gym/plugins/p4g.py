@@ -2,18 +2,97 @@
 
 * :meth:`P4GPlugin.stance_reader`: :class:`~dialogue_gym.calibration.p4g.PersuadeeReader`
   from the shipped ``tables/p4g.json`` (Apache-2.0 data: the table ships).
+* :meth:`P4GPlugin.persona_layers` / :meth:`P4GPlugin.persona_background`: a persuadee pinned
+  to a real P4G participant takes its layers from their survey (see
+  :mod:`dialogue_gym.users.corpus`): Big-Five traits, moral foundations, Schwartz values,
+  decision style and demographics map onto concern strengths (e.g. low income →
+  affordability, low care → detachment, a rational decision style → efficacy) and the
+  speaking style (extraversion → chatty, neuroticism → skeptical …); the initial willingness
+  is the person's donation propensity fitted on the train split's surveys and donations
+  (:mod:`dialogue_gym.calibration.p4g_persona`), placed among the train persuadees' (quantile
+  q) as ``0.1 + 0.35 q`` — the range the card's bank draws from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dialogue_gym.calibration import p4g as p4g_calibration
+from dialogue_gym.calibration.p4g_persona import shipped_propensity
+from dialogue_gym.cards import TaskCard
 from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, StanceReader
+from dialogue_gym.users.persona import Persona
 
 __all__ = ["PLUGIN", "P4GPlugin"]
+
+
+def _trait(profile: Mapping[str, Any], name: str, low: float, high: float) -> float | None:
+    """A numeric profile field scaled to [0, 1] (P4G columns carry a ``.x`` suffix)."""
+    value = profile.get(f"{name}.x", profile.get(name))
+    if not isinstance(value, (int, float)) or value != value:  # missing or NaN
+        return None
+    return min(1.0, max(0.0, (float(value) - low) / (high - low)))
+
+
+def _p4g_layers(card: TaskCard, profile: Mapping[str, Any], base: Persona) -> dict[str, Any]:
+    """Concerns, willingness, capacity and style of a P4G persuadee from their survey."""
+
+    def t(name: str, low: float, high: float, default: float = 0.5) -> float:
+        value = _trait(profile, name, low, high)
+        return default if value is None else value
+
+    income = t("income", 1, 11)
+    strengths = {
+        "affordability": 1.0 - income + (0.2 if profile.get("employment.x") == "Other" else 0.0),
+        "trust": 1.0 - t("agreeable", 1, 5),
+        "efficacy": 0.9 * t("rational", 1, 5) - 0.2 * t("intuitive", 1, 5) + 0.1,
+        "other_causes": 0.8 * t("loyalty", 1, 6) + 0.2 * t("tradition", 1, 6) - 0.2,
+        "pressure": 0.8 * t("freedom", 1, 6) + 0.3 * (1.0 - t("conform", 1, 6)) - 0.2,
+        "information": 0.8 * (1.0 - t("open", 1, 5)) + 0.1,
+        "detachment": 1.0 - 0.5 * (t("care", 1, 6) + t("universalism", 1, 6)),
+        "procedure_time": 0.8 * t("conscientious", 1, 5) - 0.1,
+    }
+    known = {c.id for c in card.concerns}
+    ranked = sorted(
+        ((cid, round(min(1.0, max(0.0, s)), 3)) for cid, s in strengths.items() if cid in known),
+        key=lambda pair: -pair[1],
+    )
+    concerns = tuple(pair for pair in ranked[:3] if pair[1] >= 0.35) or tuple(ranked[:1])
+    # Where the survey answers nothing the fit reads, a hand-written warmth mix stands in.
+    q = shipped_propensity().quantile(profile)
+    if q is None:
+        q = (t("care", 1, 6) + t("benevolence", 1, 6) + t("universalism", 1, 6)) / 3
+    styles = {s.id for s in card.styles}
+    traits = {
+        "chatty": t("extrovert", 1, 5),
+        "skeptical": t("neurotic", 1, 5),
+        "warm": t("agreeable", 1, 5),
+        "formal": t("conscientious", 1, 5),
+    }
+    style = max((s for s in traits if s in styles), key=traits.__getitem__, default=base.style)
+    age = profile.get("age.x", profile.get("age"))
+    return {
+        "concerns": concerns,
+        "initial_willingness": round(0.1 + 0.35 * q, 3),
+        "capacity": round(0.25 + 1.75 * income, 2),
+        "style": style,
+        "age": int(age) if isinstance(age, (int, float)) and age == age else base.age,
+    }
+
+
+def _background(persona: Persona, profile: Mapping[str, Any]) -> str:
+    # Sex is left out: the bank's first names carry no gender to agree with it.
+    details = [
+        str(profile[key])
+        for key in ("edu.x", "employment.x", "marital.x", "ideology.x")
+        if isinstance(profile.get(key), str) and profile[key]
+    ]
+    if not details:
+        return persona.background
+    return f"{persona.name} ({persona.age}): {', '.join(details).lower()}."
 
 
 class P4GPlugin(TaskPlugin):
@@ -24,6 +103,18 @@ class P4GPlugin(TaskPlugin):
     ) -> StanceReader | None:
         """The shipped persuadee reader (``train`` and ``table`` are not needed)."""
         return p4g_calibration.shipped_reader()
+
+    def persona_layers(self, card: TaskCard, seed: Any, base: Any) -> dict[str, Any]:
+        """Concerns, willingness, capacity, style and age from a P4G persuadee's survey."""
+        if seed.corpus == "p4g" and seed.profile:
+            return _p4g_layers(card, seed.profile, base)
+        return {}
+
+    def persona_background(self, persona: Any, seed: Any) -> str | None:
+        """Education, employment, marital status and ideology from the survey."""
+        if seed.corpus == "p4g" and seed.profile:
+            return _background(persona, seed.profile)
+        return None
 
 
 PLUGIN = P4GPlugin()

@@ -5,16 +5,13 @@ Each :class:`~dialogue_gym.data.records.EpisodeSeed` of a held-out split becomes
 * the *situation* comes from the corpus — ESConv's emotion type, problem type and the seeker's
   own description; EmpatheticDialogues' emotion and prompt — as persona facts (``situation``,
   ``emotion``, ``problem``), which reply templates and situational concerns use;
-* for P4G the *participant profile* sets the internal and external layers: Big-Five traits,
-  moral foundations, Schwartz values, decision style and demographics map onto concern
-  strengths (e.g. low income → affordability, low care → detachment, a rational decision
-  style → efficacy) and the speaking style (extraversion → chatty, neuroticism → skeptical …);
-  the initial willingness is the person's donation propensity fitted on the train split's
-  surveys and donations (:mod:`dialogue_gym.calibration.p4g_persona`), placed among the train
-  persuadees' (quantile q) as ``0.1 + 0.35 q`` — the range the card's bank draws from;
-* for ESConv the seeker's *initial emotion intensity* sets its initial willingness, starting
-  valence and concern strengths, and its emotion and problem types choose its concerns where
-  the card has matching ones (:mod:`dialogue_gym.users.esconv_seeker`);
+* the *task's own layers* come from the plug-in its card names
+  (:meth:`dialogue_gym.task_plugin.TaskPlugin.persona_layers` and ``persona_background``):
+  for P4G (:mod:`dialogue_gym.plugins.p4g`) the participant's survey sets the concerns,
+  willingness, capacity, style and background; for ESConv (:mod:`dialogue_gym.plugins.esconv`)
+  the seeker's initial emotion intensity sets its willingness, starting valence and concern
+  strengths, and its emotion and problem types choose its concerns
+  (:mod:`dialogue_gym.users.esconv_seeker`); a card without a plug-in keeps the bank layers;
 * everything the corpus does not say (name, remaining facts, concerns for corpora without
   profiles or matching situations) comes from a bank persona chosen by a hash of the dialogue
   id, so the mapping is deterministic and independent of the episode seed.
@@ -24,13 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.calibration.p4g_persona import shipped_propensity
 from dialogue_gym.cards import TaskCard
-from dialogue_gym.users.esconv_seeker import seeker_layers
+from dialogue_gym.task_plugin import plugin_of
 from dialogue_gym.users.persona import Persona, persona_bank
 
 # Corpus situation keys → persona fact names.
@@ -41,72 +37,6 @@ _SITUATION_FACTS = {
     "emotion": "emotion",
     "problem_type": "problem",
 }
-
-
-def _trait(profile: Mapping[str, Any], name: str, low: float, high: float) -> float | None:
-    """A numeric profile field scaled to [0, 1] (P4G columns carry a ``.x`` suffix)."""
-    value = profile.get(f"{name}.x", profile.get(name))
-    if not isinstance(value, (int, float)) or value != value:  # missing or NaN
-        return None
-    return min(1.0, max(0.0, (float(value) - low) / (high - low)))
-
-
-def _p4g_layers(card: TaskCard, profile: Mapping[str, Any], base: Persona) -> dict[str, Any]:
-    """Concerns, willingness, capacity and style of a P4G persuadee from their survey."""
-
-    def t(name: str, low: float, high: float, default: float = 0.5) -> float:
-        value = _trait(profile, name, low, high)
-        return default if value is None else value
-
-    income = t("income", 1, 11)
-    strengths = {
-        "affordability": 1.0 - income + (0.2 if profile.get("employment.x") == "Other" else 0.0),
-        "trust": 1.0 - t("agreeable", 1, 5),
-        "efficacy": 0.9 * t("rational", 1, 5) - 0.2 * t("intuitive", 1, 5) + 0.1,
-        "other_causes": 0.8 * t("loyalty", 1, 6) + 0.2 * t("tradition", 1, 6) - 0.2,
-        "pressure": 0.8 * t("freedom", 1, 6) + 0.3 * (1.0 - t("conform", 1, 6)) - 0.2,
-        "information": 0.8 * (1.0 - t("open", 1, 5)) + 0.1,
-        "detachment": 1.0 - 0.5 * (t("care", 1, 6) + t("universalism", 1, 6)),
-        "procedure_time": 0.8 * t("conscientious", 1, 5) - 0.1,
-    }
-    known = {c.id for c in card.concerns}
-    ranked = sorted(
-        ((cid, round(min(1.0, max(0.0, s)), 3)) for cid, s in strengths.items() if cid in known),
-        key=lambda pair: -pair[1],
-    )
-    concerns = tuple(pair for pair in ranked[:3] if pair[1] >= 0.35) or tuple(ranked[:1])
-    # Where the survey answers nothing the fit reads, a hand-written warmth mix stands in.
-    q = shipped_propensity().quantile(profile)
-    if q is None:
-        q = (t("care", 1, 6) + t("benevolence", 1, 6) + t("universalism", 1, 6)) / 3
-    styles = {s.id for s in card.styles}
-    traits = {
-        "chatty": t("extrovert", 1, 5),
-        "skeptical": t("neurotic", 1, 5),
-        "warm": t("agreeable", 1, 5),
-        "formal": t("conscientious", 1, 5),
-    }
-    style = max((s for s in traits if s in styles), key=traits.__getitem__, default=base.style)
-    age = profile.get("age.x", profile.get("age"))
-    return {
-        "concerns": concerns,
-        "initial_willingness": round(0.1 + 0.35 * q, 3),
-        "capacity": round(0.25 + 1.75 * income, 2),
-        "style": style,
-        "age": int(age) if isinstance(age, (int, float)) and age == age else base.age,
-    }
-
-
-def _background(persona: Persona, profile: Mapping[str, Any]) -> str:
-    # Sex is left out: the bank's first names carry no gender to agree with it.
-    details = [
-        str(profile[key])
-        for key in ("edu.x", "employment.x", "marital.x", "ideology.x")
-        if isinstance(profile.get(key), str) and profile[key]
-    ]
-    if not details:
-        return persona.background
-    return f"{persona.name} ({persona.age}): {', '.join(details).lower()}."
 
 
 def personas_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Persona, ...]:
@@ -120,6 +50,7 @@ def personas_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Persona, 
         ValueError: No seeds.
     """
     bank = persona_bank(card)
+    plugin = plugin_of(card)  # the task's own layers (P4G's survey, ESConv's intensity)
     personas = []
     for seed in seeds:
         digest = hashlib.sha256(f"{seed.corpus}/{seed.dialogue_id}".encode()).hexdigest()
@@ -130,13 +61,10 @@ def personas_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Persona, 
             if isinstance(value, str) and value.strip():
                 facts[fact] = value.strip()
         fields: dict[str, Any] = {"id": f"{seed.corpus}:{seed.dialogue_id}"}
-        if seed.corpus == "p4g" and seed.profile:
-            fields.update(_p4g_layers(card, seed.profile, base))
-        elif seed.corpus == "esconv":
-            fields.update(seeker_layers(card, seed.profile, seed.situation, base))
+        fields.update(plugin.persona_layers(card, seed, base))
         persona = dataclasses.replace(base, facts=MappingProxyType(facts), **fields)
-        if seed.corpus == "p4g" and seed.profile:
-            persona = dataclasses.replace(persona, background=_background(persona, seed.profile))
+        if (background := plugin.persona_background(persona, seed)) is not None:
+            persona = dataclasses.replace(persona, background=background)
         elif "situation" in facts and facts["situation"] != base.facts.get("situation"):
             persona = dataclasses.replace(
                 persona, background=f"{persona.name} ({persona.age}): {facts['situation']}"

@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dialogue_gym.calibration.p4g_persona import SURVEY_SCALES
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.mentalizers.llm import PRIOR_FILE, SILVER_FILE, read_jsonl
+from dialogue_gym.task_plugin import plugin_for_corpus
 
 if TYPE_CHECKING:
     from dialogue_gym.backends import Backend
@@ -128,53 +128,6 @@ def prefix_history(dialogue: Dialogue, prefix: int) -> list[tuple[str, str]]:
 
 # -- profiles ----------------------------------------------------------------------------------
 
-_P4G_DEMOGRAPHICS = (
-    ("age", "age"),
-    ("sex", "sex"),
-    ("race", "race"),
-    ("edu", "education"),
-    ("marital", "marital status"),
-    ("employment", "employment"),
-    ("income", "income level"),
-    ("religion", "religion"),
-    ("ideology", "ideology"),
-)
-
-
-def _field(mapping: Mapping[str, Any], name: str) -> Any:
-    value = mapping.get(f"{name}.x", mapping.get(name))
-    if isinstance(value, float) and value != value:  # NaN
-        return None
-    return value
-
-
-def _number(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    return str(value)
-
-
-def _p4g_profile(profile: Mapping[str, Any]) -> str:
-    parts = []
-    demographics = [
-        f"{label} {_number(value)}"
-        for key, label in _P4G_DEMOGRAPHICS
-        if (value := _field(profile, key)) not in (None, "")
-    ]
-    if demographics:
-        parts.append("; ".join(demographics))
-    for title, names in SURVEY_SCALES:
-        scores = [
-            f"{name.replace('_', ' ')} {_number(value)}"
-            for name in names
-            if isinstance(value := _field(profile, name), (int, float))
-        ]
-        if scores:
-            parts.append(f"{title}: {', '.join(scores)}")
-    return ". ".join(parts) + "." if parts else ""
-
 
 def _clip(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
@@ -184,48 +137,22 @@ def _clip(text: str, limit: int = 300) -> str:
 def profile_text(dialogue: Dialogue) -> str | None:
     """The user's profile as text for the annotator and the prior; ``None`` when there is none.
 
-    Outcome fields (P4G's donations, ESConv's survey scores) are left out.
+    The task's plug-in words its corpus's profile
+    (:meth:`dialogue_gym.task_plugin.TaskPlugin.profile_text`: P4G's survey, ESConv's and
+    EmpatheticDialogues' situation, CraigslistBargain's listing); other corpora list the
+    profile's and situation's fields. Outcome fields (P4G's donations, ESConv's survey scores)
+    are left out.
     """
-    profile, situation = dialogue.profile, dialogue.situation
-    parts: list[str] = []
-    if dialogue.corpus == "p4g":
-        text = _p4g_profile(profile)
-        return text or None
-    if dialogue.corpus == "esconv":
-        for key, label in (
-            ("emotion_type", "emotion"),
-            ("problem_type", "problem"),
-            ("experience_type", "experience"),
-        ):
-            if situation.get(key):
-                parts.append(f"{label}: {situation[key]}")
-        if profile.get("initial_emotion_intensity") is not None:
-            parts.append(f"initial emotion intensity (1-5): {profile['initial_emotion_intensity']}")
-        if situation.get("situation"):
-            parts.append(f"situation: {_clip(situation['situation'], 500)}")
-    elif dialogue.corpus == "ed":
-        for key in ("emotion", "prompt"):
-            if situation.get(key):
-                parts.append(f"{key}: {_clip(situation[key], 500)}")
-    elif dialogue.corpus == "cb":
-        item = profile.get("title") or situation.get("title")
-        if item:
-            parts.append(f"selling: {item}")
-        if situation.get("category"):
-            parts.append(f"category: {situation['category']}")
-        listing = profile.get("listing_price", situation.get("listing_price"))
-        if listing is not None:
-            parts.append(f"listing price: ${_number(listing)}")
-        target = situation.get("seller_target", profile.get("target"))
-        if target is not None:
-            parts.append(f"seller's target price: ${_number(target)}")
-        if profile.get("description"):
-            parts.append(f"listing text: {_clip(profile['description'])}")
-    else:
-        for key, value in {**dict(situation), **dict(profile)}.items():
-            if isinstance(value, (str, int, float)) and str(value).strip():
-                parts.append(f"{key}: {_clip(str(value), 200)}")
-    return "; ".join(parts) or None
+    text = plugin_for_corpus(dialogue.corpus).profile_text(dialogue)
+    if text is None:
+        profile, situation = dialogue.profile, dialogue.situation
+        parts = [
+            f"{key}: {_clip(str(value), 200)}"
+            for key, value in {**dict(situation), **dict(profile)}.items()
+            if isinstance(value, (str, int, float)) and str(value).strip()
+        ]
+        text = "; ".join(parts)
+    return text or None
 
 
 # -- the run -----------------------------------------------------------------------------------

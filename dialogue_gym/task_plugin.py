@@ -26,13 +26,14 @@ from typing import Any, Protocol
 
 from dialogue_gym.card_schema import CardError
 from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.types import DialogueRecord, StanceReader
+from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 
 __all__ = [
     "GENERIC",
     "PluginCard",
     "TaskPlugin",
     "name_task_card",
+    "plugin_for_corpus",
     "plugin_for_task",
     "plugin_of",
 ]
@@ -102,6 +103,28 @@ class TaskPlugin:
         """
         return None
 
+    def profile_text(self, dialogue: DialogueRecord) -> str | None:
+        """A corpus participant's profile as text, for the BDI annotator and its prior.
+
+        Called by :func:`dialogue_gym.annotate.profile_text`. Outcome fields (a donation, a
+        final survey score) must be left out.
+
+        Returns:
+            The text (``""``: the dialogue has no profile), or ``None`` for the generic
+            listing of the profile's and situation's fields.
+        """
+        return None
+
+    def real_outcome(self, dialogue: DialogueRecord) -> Outcome | None:
+        """What a real dialogue's participants reached (the validity benchmark's truth).
+
+        Called by :func:`dialogue_gym.validity.corpus.outcome_of`.
+
+        Returns:
+            The outcome, or ``None`` when the corpus does not say (generic: never).
+        """
+        return None
+
 
 GENERIC = TaskPlugin()
 """The plug-in of a card that names none: every hook's generic behaviour."""
@@ -149,3 +172,22 @@ def plugin_for_task(task_id: str) -> TaskPlugin:
     """
     card = _CARD_OF_TASK.get(task_id)
     return GENERIC if card is None else plugin_of(load_card(card))
+
+
+def plugin_for_corpus(corpus: str) -> TaskPlugin:
+    """The plug-in of the first registered card whose ``[corpus] name`` is ``corpus``.
+
+    For the layers that hold a corpus dialogue rather than a card (annotation, validity).
+    A registered card that cannot be loaded is passed over (making its env reports it).
+
+    Returns:
+        That card's plug-in; :data:`GENERIC` when no registered card reads the corpus.
+    """
+    for source in list(_CARD_OF_TASK.values()):
+        try:
+            card = load_card(source)
+        except (CardError, FileNotFoundError):
+            continue
+        if card.corpus is not None and card.corpus.name == corpus:
+            return plugin_of(card)
+    return GENERIC

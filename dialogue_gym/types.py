@@ -10,6 +10,8 @@ may import it. The types keep their public homes as re-exports: ``Encoder`` is s
   the text view in :mod:`dialogue_gym.text`, the users, the agents).
 * :class:`TaskLike` — a card as far as a per-task table needs it (``id``); the cards build
   :class:`~dialogue_gym.card_sections.TaskTable` over :class:`~dialogue_gym.cards.TaskCard`.
+* :class:`Outcome` — what a real dialogue's participants reached (a task plug-in's
+  :meth:`~dialogue_gym.task_plugin.TaskPlugin.real_outcome`, the validity benchmark).
 * :class:`StanceReader` — a learned reader of a real user's reply (a task plug-in's
   :meth:`~dialogue_gym.task_plugin.TaskPlugin.stance_reader`, the embedded success judge).
 * :class:`TurnRecord`, :class:`DialogueRecord` — a corpus dialogue as the calibration fitters
@@ -18,6 +20,7 @@ may import it. The types keep their public homes as re-exports: ``Encoder`` is s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -27,6 +30,7 @@ __all__ = [
     "ArrayOrFloat",
     "DialogueRecord",
     "Encoder",
+    "Outcome",
     "StanceReader",
     "TaskLike",
     "TurnRecord",
@@ -172,3 +176,16 @@ class StanceReader(Protocol):
     def distribution(self, history: Sequence[tuple[str, str]]) -> dict[str, float]:
         """Stance (``refused``/``neutral``/``positive``/``agree``) → probability."""
         ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the real participants reached.
+
+    Attributes:
+        success: Whether the task goal was reached (donated, improved, deal).
+        amount: The graded outcome (donation, intensity fall, utility); ``None`` if unknown.
+    """
+
+    success: bool
+    amount: float | None

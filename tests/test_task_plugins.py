@@ -25,7 +25,13 @@ import dialogue_gym
 from dialogue_gym.cards import CardError, builtin_cards, load_card
 from dialogue_gym.gym_views import gymnasium_ids
 from dialogue_gym.judges.user_text import reader_for
-from dialogue_gym.task_plugin import GENERIC, TaskPlugin, plugin_for_task, plugin_of
+from dialogue_gym.task_plugin import (
+    GENERIC,
+    TaskPlugin,
+    plugin_for_corpus,
+    plugin_for_task,
+    plugin_of,
+)
 from dialogue_gym.tasks import register_card
 
 registry_module = importlib.import_module("dialogue_gym.registry")
@@ -36,9 +42,8 @@ PLUGIN_MODULE = "dg_garden_plugin"
 # Core modules that still compare a task id or a corpus name, with where the branch should go.
 # Task-specific packages (``plugins/``, ``calibration/``, ``data/``) are not scanned.
 KNOWN_TASK_BRANCHES: dict[str, str] = {
-    "dialogue_gym/annotate.py": "profile_text: per-corpus profile wording -> a corpus hook",
     "dialogue_gym/users/esconv_seeker.py": "ESConv's seeker as a whole -> plugins/esconv",
-    "dialogue_gym/validity/corpus.py": "outcome_of: per-corpus real outcome -> a corpus hook",
+    "dialogue_gym/validity/corpus.py": "load_held_out: ESConv's 'failed' split -> data/esconv.py",
     "dialogue_gym/validity/cells.py": "per-task pass thresholds -> the card or plug-in",
 }
 
@@ -109,15 +114,20 @@ def test_the_shipped_cards_name_their_plugins() -> None:
     assert esconv.plugin == "dialogue_gym.plugins.esconv"
     assert type(plugin_of(p4g)).__name__ == "P4GPlugin"
     assert plugin_for_task("ESConv") is plugin_of(esconv)
-    for name in ("cb", "ed", "merchant", "courier"):  # no plug-in: the generic hooks
+    for name in ("merchant", "courier"):  # no plug-in: the generic hooks
         assert load_card(name).plugin is None and plugin_of(load_card(name)) is GENERIC
     assert plugin_for_task("no-such-task") is GENERIC
+    for corpus in ("p4g", "esconv", "cb", "ed"):  # a corpus dialogue finds its task's plug-in
+        card = load_card(corpus)
+        assert card.plugin == f"dialogue_gym.plugins.{corpus}"
+        assert plugin_for_corpus(corpus) is plugin_of(card) is not GENERIC
+    assert plugin_for_corpus("no-such-corpus") is GENERIC
     assert reader_for("no-such-task") is None
 
 
 @pytest.fixture
 def garden(tmp_path: Path) -> Iterator[Path]:
-    """A card (ED's, renamed ``Garden``) naming a plug-in module written to ``tmp_path``."""
+    """A card (ED's, renamed ``Garden``) naming a plug-in written to ``tmp_path`` instead."""
     (tmp_path / f"{PLUGIN_MODULE}.py").write_text(
         textwrap.dedent(
             """
@@ -138,8 +148,10 @@ def garden(tmp_path: Path) -> Iterator[Path]:
         encoding="utf-8",
     )
     text = (ENVS / "ed.toml").read_text("utf-8")
-    assert text.count('id = "ED"') == 1
-    text = text.replace('id = "ED"', f'id = "Garden"\nplugin = "{PLUGIN_MODULE}:HOOKS"')
+    ed_plugin = 'plugin = "dialogue_gym.plugins.ed"'
+    assert text.count('id = "ED"') == 1 and text.count(ed_plugin) == 1
+    text = text.replace('id = "ED"', 'id = "Garden"')
+    text = text.replace(ed_plugin, f'plugin = "{PLUGIN_MODULE}:HOOKS"')
     card = tmp_path / "garden.toml"
     card.write_text(text, encoding="utf-8")
     before = set(registry_module.registry)
@@ -205,3 +217,18 @@ def test_the_persona_hooks_come_with_the_plugin(tmp_path: Path) -> None:
     assert pinned.age == 61 and pinned.background.endswith(": bachelor, retired.")
     assert generic.background != pinned.background
     assert dict(pinned.concerns).get("affordability") == 1.0  # the lowest income
+
+
+def test_a_corpus_without_a_plugin_gets_the_generic_profile_and_no_outcome() -> None:
+    from dialogue_gym.annotate import profile_text
+    from dialogue_gym.data import Dialogue
+    from dialogue_gym.validity import outcome_of
+
+    dialogue = Dialogue("mycorpus", "d1", "test", (), {"role": "tenant"}, {"place": " Oslo "})
+    assert profile_text(dialogue) == "place: Oslo; role: tenant"
+    assert outcome_of(dialogue) is None
+    assert profile_text(Dialogue("mycorpus", "d2", "test", (), {}, {})) is None
+    survey = {"donation": 0.5, "age.x": 30.0}
+    p4g = Dialogue("p4g", "d3", "test", (), survey, {})
+    assert outcome_of(p4g) is not None and outcome_of(p4g).success  # type: ignore[union-attr]
+    assert profile_text(p4g) == "age 30."  # the donation is left out

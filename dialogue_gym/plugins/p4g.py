@@ -11,6 +11,10 @@
   is the person's donation propensity fitted on the train split's surveys and donations
   (:mod:`dialogue_gym.calibration.p4g_persona`), placed among the train persuadees' (quantile
   q) as ``0.1 + 0.35 q`` — the range the card's bank draws from.
+* :meth:`P4GPlugin.profile_text`: the participant's demographics and survey scales for the
+  BDI annotator (the donation left out).
+* :meth:`P4GPlugin.real_outcome`: success = the persuadee's actual donation (``B6``) > 0;
+  amount = the donation.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym.calibration import p4g as p4g_calibration
-from dialogue_gym.calibration.p4g_persona import shipped_propensity
+from dialogue_gym.calibration.p4g_persona import SURVEY_SCALES, donated, shipped_propensity
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.plugins._profile import number
 from dialogue_gym.task_plugin import TaskPlugin
-from dialogue_gym.types import DialogueRecord, StanceReader
+from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 from dialogue_gym.users.persona import Persona
 
 __all__ = ["PLUGIN", "P4GPlugin"]
@@ -95,6 +100,46 @@ def _background(persona: Persona, profile: Mapping[str, Any]) -> str:
     return f"{persona.name} ({persona.age}): {', '.join(details).lower()}."
 
 
+_P4G_DEMOGRAPHICS = (
+    ("age", "age"),
+    ("sex", "sex"),
+    ("race", "race"),
+    ("edu", "education"),
+    ("marital", "marital status"),
+    ("employment", "employment"),
+    ("income", "income level"),
+    ("religion", "religion"),
+    ("ideology", "ideology"),
+)
+
+
+def _field(mapping: Mapping[str, Any], name: str) -> Any:
+    value = mapping.get(f"{name}.x", mapping.get(name))
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    return value
+
+
+def _p4g_profile(profile: Mapping[str, Any]) -> str:
+    parts = []
+    demographics = [
+        f"{label} {number(value)}"
+        for key, label in _P4G_DEMOGRAPHICS
+        if (value := _field(profile, key)) not in (None, "")
+    ]
+    if demographics:
+        parts.append("; ".join(demographics))
+    for title, names in SURVEY_SCALES:
+        scores = [
+            f"{name.replace('_', ' ')} {number(value)}"
+            for name in names
+            if isinstance(value := _field(profile, name), (int, float))
+        ]
+        if scores:
+            parts.append(f"{title}: {', '.join(scores)}")
+    return ". ".join(parts) + "." if parts else ""
+
+
 class P4GPlugin(TaskPlugin):
     """P4G's hooks (see the module docstring)."""
 
@@ -115,6 +160,15 @@ class P4GPlugin(TaskPlugin):
         if seed.corpus == "p4g" and seed.profile:
             return _background(persona, seed.profile)
         return None
+
+    def profile_text(self, dialogue: DialogueRecord) -> str | None:
+        """Demographics and survey scales (``""`` for a dialogue without a survey)."""
+        return _p4g_profile(dialogue.profile)
+
+    def real_outcome(self, dialogue: DialogueRecord) -> Outcome | None:
+        """Donated (and how much); ``None`` without a donation record."""
+        gave = donated(dialogue.profile)  # the same rule the persona layer is fitted on
+        return None if gave is None else Outcome(gave, float(dialogue.profile["donation"]))
 
 
 PLUGIN = P4GPlugin()

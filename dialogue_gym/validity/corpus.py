@@ -1,16 +1,11 @@
 """What the validity benchmark reads from a real dialogue: its outcome and its exchanges.
 
-Real outcomes (:func:`outcome_of`):
-
-- **P4G**: success = the persuadee's actual donation (``B6``) > 0; amount = the donation.
-- **ESConv**: success = *improved*, the seeker's emotion intensity fell (final < initial);
-  amount = the fall (initial − final, so larger is better). A ``FailedESConv.json`` dialogue
-  without a final score counts as not improved (the collection dropped it as negative) with
-  no amount; any other dialogue without both scores has no outcome.
-- **CraigslistBargain**: success = a deal, the last offer answered by ``accept`` (the
-  rule-based acts of the HF export; ``reject``/``quit`` = no deal); amount = the buyer-normalized
-  utility of the offered price, for deals. Dialogues without these acts (the whole HF test
-  split) have no outcome.
+Real outcomes (:func:`outcome_of`) are the task's own: the plug-in of the card whose
+``[corpus] name`` the dialogue comes from says what its participants reached
+(:meth:`dialogue_gym.task_plugin.TaskPlugin.real_outcome`; P4G: the donation, ESConv: the fall
+of the seeker's emotion intensity, CraigslistBargain: a deal and its utility — see
+:mod:`dialogue_gym.plugins.p4g`, :mod:`dialogue_gym.plugins.esconv`,
+:mod:`dialogue_gym.plugins.cb`); a corpus without one has no outcome.
 
 Exchanges (:func:`exchanges_of`): consecutive turns of one side are joined; user turns before
 the first system turn are dropped (the simulated user speaks only in reply); a last system
@@ -21,15 +16,14 @@ it accepts), ``"I reject that offer."`` and ``"I'm done, no deal."``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from dialogue_gym.calibration.cb import closing_offer
-from dialogue_gym.calibration.p4g_persona import donated
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.data.errors import DataNotFoundError
-from dialogue_gym.prices import buyer_utility, format_price
+from dialogue_gym.prices import format_price
+from dialogue_gym.task_plugin import plugin_for_corpus
+from dialogue_gym.types import Outcome
 
 __all__ = [
     "FAILED",
@@ -49,56 +43,9 @@ FAILED = "failed"
 _EVENTS = {"offer", "accept", "reject", "quit"}
 
 
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """What the real participants reached.
-
-    Attributes:
-        success: Whether the task goal was reached (donated, improved, deal).
-        amount: The graded outcome (donation, intensity fall, utility); ``None`` if unknown.
-    """
-
-    success: bool
-    amount: float | None
-
-
-def _intensity(value: object) -> int | None:
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return None
-
-
-def _cb_outcome(dialogue: Dialogue) -> Outcome | None:
-    offer, verdict = closing_offer(dialogue)
-    if verdict is None:
-        return None
-    if verdict != "accept":
-        return Outcome(False, None)
-    listing = dialogue.situation.get("listing_price")
-    target = dialogue.situation.get("buyer_target")
-    amount = None
-    if offer is not None and listing and target is not None and float(target) < float(listing):
-        amount = buyer_utility(offer, float(listing), float(target))
-    return Outcome(True, amount)
-
-
 def outcome_of(dialogue: Dialogue) -> Outcome | None:
     """The real outcome of a dialogue (see the module docstring); ``None`` when unknown."""
-    if dialogue.corpus == "p4g":
-        gave = donated(dialogue.profile)  # the same rule the persona layer is fitted on
-        return None if gave is None else Outcome(gave, float(dialogue.profile["donation"]))
-    if dialogue.corpus == "esconv":
-        score = dialogue.situation.get("survey_score")
-        seeker = score.get("seeker", {}) if isinstance(score, dict) else {}
-        start = _intensity(seeker.get("initial_emotion_intensity"))
-        end = _intensity(seeker.get("final_emotion_intensity"))
-        if start is not None and end is not None:
-            return Outcome(end < start, float(start - end))
-        return Outcome(False, None) if dialogue.situation.get("failed") else None
-    if dialogue.corpus == "cb":
-        return _cb_outcome(dialogue)
-    return None
+    return plugin_for_corpus(dialogue.corpus).real_outcome(dialogue)
 
 
 def _blocks(dialogue: Dialogue) -> list[tuple[str, list[str], set[str]]]:

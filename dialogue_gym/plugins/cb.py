@@ -1,0 +1,59 @@
+"""CraigslistBargain's plug-in (``envs/cb.toml``: ``plugin = "dialogue_gym.plugins.cb"``).
+
+* :meth:`CBPlugin.profile_text`: the item, its category, listing price, the seller's target
+  and the listing text, for the BDI annotator.
+* :meth:`CBPlugin.real_outcome`: success = a deal, the last offer answered by ``accept`` (the
+  rule-based acts of the HF export; ``reject``/``quit`` = no deal); amount = the
+  buyer-normalized utility of the offered price, for deals. Dialogues without these acts (the
+  whole HF test split) have no outcome.
+"""
+
+from __future__ import annotations
+
+from dialogue_gym.calibration.cb import closing_offer
+from dialogue_gym.plugins._profile import clip, number
+from dialogue_gym.prices import buyer_utility
+from dialogue_gym.task_plugin import TaskPlugin
+from dialogue_gym.types import DialogueRecord, Outcome
+
+__all__ = ["PLUGIN", "CBPlugin"]
+
+
+class CBPlugin(TaskPlugin):
+    """CB's hooks (see the module docstring)."""
+
+    def profile_text(self, dialogue: DialogueRecord) -> str | None:
+        """The listing as the seller knows it (the buyer's target left out)."""
+        profile, situation = dialogue.profile, dialogue.situation
+        parts: list[str] = []
+        item = profile.get("title") or situation.get("title")
+        if item:
+            parts.append(f"selling: {item}")
+        if situation.get("category"):
+            parts.append(f"category: {situation['category']}")
+        listing = profile.get("listing_price", situation.get("listing_price"))
+        if listing is not None:
+            parts.append(f"listing price: ${number(listing)}")
+        target = situation.get("seller_target", profile.get("target"))
+        if target is not None:
+            parts.append(f"seller's target price: ${number(target)}")
+        if profile.get("description"):
+            parts.append(f"listing text: {clip(profile['description'])}")
+        return "; ".join(parts)
+
+    def real_outcome(self, dialogue: DialogueRecord) -> Outcome | None:
+        """A deal (and the buyer's utility), no deal, or ``None`` without the closing acts."""
+        offer, verdict = closing_offer(dialogue)
+        if verdict is None:
+            return None
+        if verdict != "accept":
+            return Outcome(False, None)
+        listing = dialogue.situation.get("listing_price")
+        target = dialogue.situation.get("buyer_target")
+        amount = None
+        if offer is not None and listing and target is not None and float(target) < float(listing):
+            amount = buyer_utility(offer, float(listing), float(target))
+        return Outcome(True, amount)
+
+
+PLUGIN = CBPlugin()

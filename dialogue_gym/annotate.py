@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.mentalizers.llm import PRIOR_FILE, SILVER_FILE, read_jsonl
+from dialogue_gym.task_plugin import CORPUS_CARDS as corpus_cards
 from dialogue_gym.task_plugin import plugin_for_corpus
 
 if TYPE_CHECKING:
@@ -61,8 +62,9 @@ __all__ = [
 
 ERRORS_FILE = "errors.jsonl"
 RUN_FILE = "run.json"
-CORPUS_CARDS = {"p4g": "p4g", "esconv": "esconv", "ed": "ed", "cb": "cb"}
-"""Corpus name → the task card whose description, roles and hints the annotator uses."""
+CORPUS_CARDS = corpus_cards
+"""Corpus name → the task card whose description, roles and hints the annotator uses: the
+registered card whose ``[corpus] name`` it is (:data:`dialogue_gym.task_plugin.CORPUS_CARDS`)."""
 
 _FIELDS = ("belief", "desire", "intention", "receptivity", "confidence", "valence")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +29,9 @@ from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 
 __all__ = [
+    "CORPUS_CARDS",
     "GENERIC",
+    "CorpusCards",
     "PluginCard",
     "TaskPlugin",
     "name_task_card",
@@ -174,20 +176,46 @@ def plugin_for_task(task_id: str) -> TaskPlugin:
     return GENERIC if card is None else plugin_of(load_card(card))
 
 
+class CorpusCards(Mapping[str, str]):
+    """Corpus name → the registered card (name or path) whose ``[corpus] name`` it is.
+
+    Read from the registered cards each time (a card registered later shows up); the first
+    registered card of a corpus wins, and one that cannot be loaded is passed over (making its
+    env reports it). Only cards registered with :func:`dialogue_gym.tasks.register_card`.
+    """
+
+    def _table(self) -> dict[str, str]:
+        table: dict[str, str] = {}
+        for source in list(_CARD_OF_TASK.values()):
+            try:
+                card = load_card(source)
+            except (CardError, FileNotFoundError):
+                continue
+            if card.corpus is not None:
+                table.setdefault(card.corpus.name, source)
+        return table
+
+    def __getitem__(self, corpus: str) -> str:
+        return self._table()[corpus]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+CORPUS_CARDS: Mapping[str, str] = CorpusCards()
+"""Corpus name → registered card (``{"p4g": "p4g", ...}``); see :class:`CorpusCards`."""
+
+
 def plugin_for_corpus(corpus: str) -> TaskPlugin:
     """The plug-in of the first registered card whose ``[corpus] name`` is ``corpus``.
 
     For the layers that hold a corpus dialogue rather than a card (annotation, validity).
-    A registered card that cannot be loaded is passed over (making its env reports it).
 
     Returns:
         That card's plug-in; :data:`GENERIC` when no registered card reads the corpus.
     """
-    for source in list(_CARD_OF_TASK.values()):
-        try:
-            card = load_card(source)
-        except (CardError, FileNotFoundError):
-            continue
-        if card.corpus is not None and card.corpus.name == corpus:
-            return plugin_of(card)
-    return GENERIC
+    source = CORPUS_CARDS.get(corpus)
+    return GENERIC if source is None else plugin_of(load_card(source))

@@ -26,6 +26,7 @@ from dialogue_gym.cards import CardError, builtin_cards, load_card
 from dialogue_gym.gym_views import gymnasium_ids
 from dialogue_gym.judges.user_text import reader_for
 from dialogue_gym.task_plugin import (
+    CORPUS_CARDS,
     GENERIC,
     TaskPlugin,
     plugin_for_corpus,
@@ -74,8 +75,8 @@ def _task_comparisons(tree: ast.AST) -> list[str]:
                     if isinstance(text, str) and text.lower() in TASK_NAMES:
                         found.append(text)
         elif isinstance(node, ast.Dict):
-            for key in node.keys:  # a table keyed by task id
-                if isinstance(key, ast.Constant) and key.value in TASK_IDS:
+            for key in node.keys:  # a table keyed by task id or corpus name
+                if isinstance(key, ast.Constant) and str(key.value).lower() in TASK_NAMES:
                     found.append(key.value)
     return found
 
@@ -122,6 +123,7 @@ def test_the_shipped_cards_name_their_plugins() -> None:
         assert card.plugin == f"dialogue_gym.plugins.{corpus}"
         assert plugin_for_corpus(corpus) is plugin_of(card) is not GENERIC
     assert plugin_for_corpus("no-such-corpus") is GENERIC
+    assert dict(CORPUS_CARDS) == {"p4g": "p4g", "esconv": "esconv", "ed": "ed", "cb": "cb"}
     assert reader_for("no-such-task") is None
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from dialogue_gym.card_schema import CardError
@@ -33,6 +34,7 @@ __all__ = [
     "GENERIC",
     "CorpusCards",
     "PluginCard",
+    "PluginTable",
     "TaskPlugin",
     "name_task_card",
     "plugin_for_corpus",
@@ -56,7 +58,14 @@ class TaskPlugin:
     Subclass it in the task's module, override the hooks the task needs and bind an instance
     to ``PLUGIN``. A hook the core gains later gets a generic default here, so a plug-in written
     today keeps working.
+
+    Attributes:
+        validity_targets: The human-replay validity benchmark's targets for the task
+            (``{"replay_auc": 0.6, "judge_auc": 0.65}``; keys ``replay_auc``, ``replay_rho``,
+            ``judge_auc``), read by :func:`dialogue_gym.validity.cells.cells`; generic: none.
     """
+
+    validity_targets: Mapping[str, float] = MappingProxyType({})
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None
@@ -219,3 +228,37 @@ def plugin_for_corpus(corpus: str) -> TaskPlugin:
     """
     source = CORPUS_CARDS.get(corpus)
     return GENERIC if source is None else plugin_of(load_card(source))
+
+
+class PluginTable(Mapping[str, Any]):
+    """Task id → one value of each registered card's plug-in, read when looked up.
+
+    Tasks whose plug-in gives an empty value are left out, so a table of the plug-ins'
+    ``validity_targets`` lists just the tasks that have targets.
+
+    Args:
+        value: The value of a plug-in.
+    """
+
+    def __init__(self, value: Callable[[TaskPlugin], Any]) -> None:
+        self._value = value
+
+    def _table(self) -> dict[str, Any]:
+        table = {}
+        for task in list(_CARD_OF_TASK):
+            try:
+                value = self._value(plugin_for_task(task))
+            except (CardError, FileNotFoundError):
+                continue
+            if value:
+                table[task] = value
+        return table
+
+    def __getitem__(self, task: str) -> Any:
+        return self._table()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())

@@ -34,6 +34,7 @@ from dialogue_gym.task_plugin import (
     plugin_of,
 )
 from dialogue_gym.tasks import register_card
+from dialogue_gym.validity import TARGETS
 
 registry_module = importlib.import_module("dialogue_gym.registry")
 PACKAGE_DIR = Path(dialogue_gym.__file__).resolve().parent
@@ -45,7 +46,6 @@ PLUGIN_MODULE = "dg_garden_plugin"
 KNOWN_TASK_BRANCHES: dict[str, str] = {
     "dialogue_gym/users/esconv_seeker.py": "ESConv's seeker as a whole -> plugins/esconv",
     "dialogue_gym/validity/corpus.py": "load_held_out: ESConv's 'failed' split -> data/esconv.py",
-    "dialogue_gym/validity/cells.py": "per-task pass thresholds -> the card or plug-in",
 }
 
 TASK_IDS = frozenset(load_card(name).id for name in builtin_cards())
@@ -123,6 +123,8 @@ def test_the_shipped_cards_name_their_plugins() -> None:
         assert card.plugin == f"dialogue_gym.plugins.{corpus}"
         assert plugin_for_corpus(corpus) is plugin_of(card) is not GENERIC
     assert plugin_for_corpus("no-such-corpus") is GENERIC
+    assert set(TARGETS) == {"P4G", "ESConv", "CB"}  # the validity targets: from the plug-ins
+    assert TARGETS["CB"] == {"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90}
     assert dict(CORPUS_CARDS) == {"p4g": "p4g", "esconv": "esconv", "ed": "ed", "cb": "cb"}
     assert reader_for("no-such-task") is None
 

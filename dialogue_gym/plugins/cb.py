@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from dialogue_gym.calibration.cb import closing_offer
 from dialogue_gym.plugins._profile import clip, number
 from dialogue_gym.prices import buyer_utility
@@ -21,6 +23,9 @@ __all__ = ["PLUGIN", "CBPlugin"]
 
 class CBPlugin(TaskPlugin):
     """CB's hooks (see the module docstring)."""
+
+    validity_targets = MappingProxyType({"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90})
+    """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
 
     def profile_text(self, dialogue: DialogueRecord) -> str | None:
         """The listing as the seller knows it (the buyer's target left out)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from dialogue_gym.calibration import esconv as esconv_calibration
@@ -40,6 +41,9 @@ def _intensity(value: object) -> int | None:
 
 class ESConvPlugin(TaskPlugin):
     """ESConv's hooks (see the module docstring)."""
+
+    validity_targets = MappingProxyType({"replay_auc": 0.70, "judge_auc": 0.70})
+    """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None

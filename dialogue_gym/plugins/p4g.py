@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from dialogue_gym.calibration import p4g as p4g_calibration
@@ -142,6 +143,9 @@ def _p4g_profile(profile: Mapping[str, Any]) -> str:
 
 class P4GPlugin(TaskPlugin):
     """P4G's hooks (see the module docstring)."""
+
+    validity_targets = MappingProxyType({"replay_auc": 0.60, "judge_auc": 0.65})
+    """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None

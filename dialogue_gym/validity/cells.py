@@ -14,20 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from dialogue_gym.task_plugin import PluginTable, plugin_for_task
 from dialogue_gym.validity.episodes import PERCEIVED
 from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
 
 __all__ = ["SOFT_SR_TOLERANCE", "TARGETS", "cells"]
 
-TARGETS: dict[str, dict[str, float]] = {
-    "P4G": {"replay_auc": 0.60, "judge_auc": 0.65},
-    "ESConv": {"replay_auc": 0.70, "judge_auc": 0.70},
-    "CB": {"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90},
-}
-"""Issue 15's targets by task: replay AUC (CI above 0.5), replay ρ with the amount (CB
-utility), judge AUC on full transcripts. On soft users human-replay SR should be within
-±:data:`SOFT_SR_TOLERANCE` of the real success rate; on every env above ``random`` (the paired
-CI above 0)."""
+TARGETS: Mapping[str, Mapping[str, float]] = PluginTable(lambda plugin: plugin.validity_targets)
+"""Issue 15's targets by task, each from its plug-in's
+:attr:`~dialogue_gym.task_plugin.TaskPlugin.validity_targets` (P4G, ESConv, CB): replay AUC
+(CI above 0.5), replay ρ with the amount (CB utility), judge AUC on full transcripts. On soft
+users human-replay SR should be within ±:data:`SOFT_SR_TOLERANCE` of the real success rate; on
+every env above ``random`` (the paired CI above 0)."""
 SOFT_SR_TOLERANCE = 0.15
 
 _READ_AS = {"reason": "a reason", "pressure": "pressure", "off_topic": "off-topic"}
@@ -80,7 +78,7 @@ def cells(
     task: str, env_id: str, rows: Sequence[Mapping[str, Any]], n_resamples: int, seed: int
 ) -> dict[str, dict[str, Any]]:
     """Every reported figure with its reference and target (see the module docstring)."""
-    targets = TARGETS.get(task, {})
+    targets = plugin_for_task(task).validity_targets
     soft = "soft" in env_id.lower().split("-")
     out: dict[str, dict[str, Any]] = {}
 

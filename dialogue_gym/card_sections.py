@@ -155,7 +155,27 @@ Card = TypeVar("Card", bound=TaskLike)
 """The cards a :class:`TaskTable` reads (a :class:`~dialogue_gym.cards.TaskCard`)."""
 
 
-class TaskTable(Mapping[str, Any], Generic[Card]):
+class LazyTable(Mapping[str, Any]):
+    """A read-only mapping computed by :meth:`_table` each time it is read.
+
+    The tables of task and corpus facts (:class:`TaskTable`, the task plug-ins' tables) follow
+    what is registered when they are read, never at import.
+    """
+
+    def _table(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+class TaskTable(LazyTable, Generic[Card]):
     """A read-only table task id → one value of each card, computed from the cards when read.
 
     For code that holds a task id rather than a card (``TRAIN_SPLITS["CB"]``): the table is
@@ -176,15 +196,6 @@ class TaskTable(Mapping[str, Any], Generic[Card]):
     def _table(self) -> dict[str, Any]:
         values = ((card.id, self._value(card)) for card in self._cards())
         return {task: value for task, value in values if value}
-
-    def __getitem__(self, task: str) -> Any:
-        return self._table()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
 
     def __repr__(self) -> str:
         return f"TaskTable({self._table()!r})"

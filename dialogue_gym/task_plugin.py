@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from dialogue_gym.card_schema import CardError
+from dialogue_gym.card_sections import LazyTable
 from dialogue_gym.cards import TaskCard, load_card
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 
@@ -185,7 +186,7 @@ def plugin_for_task(task_id: str) -> TaskPlugin:
     return GENERIC if card is None else plugin_of(load_card(card))
 
 
-class CorpusCards(Mapping[str, str]):
+class CorpusCards(LazyTable):
     """Corpus name → the registered card (name or path) whose ``[corpus] name`` it is.
 
     Read from the registered cards each time (a card registered later shows up); the first
@@ -204,15 +205,6 @@ class CorpusCards(Mapping[str, str]):
                 table.setdefault(card.corpus.name, source)
         return table
 
-    def __getitem__(self, corpus: str) -> str:
-        return self._table()[corpus]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
 
 CORPUS_CARDS: Mapping[str, str] = CorpusCards()
 """Corpus name → registered card (``{"p4g": "p4g", ...}``); see :class:`CorpusCards`."""
@@ -230,7 +222,7 @@ def plugin_for_corpus(corpus: str) -> TaskPlugin:
     return GENERIC if source is None else plugin_of(load_card(source))
 
 
-class PluginTable(Mapping[str, Any]):
+class PluginTable(LazyTable):
     """Task id → one value of each registered card's plug-in, read when looked up.
 
     Tasks whose plug-in gives an empty value are left out, so a table of the plug-ins'
@@ -253,12 +245,3 @@ class PluginTable(Mapping[str, Any]):
             if value:
                 table[task] = value
         return table
-
-    def __getitem__(self, task: str) -> Any:
-        return self._table()[task]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())

@@ -76,7 +76,7 @@ def _outcome(records: list[dict[str, Any]], card: TaskCard) -> dict[str, float]:
     """
     outcome = episode_outcomes(records, card.max_exchanges)
     result = {"sr": outcome["sr"], "rcsr": outcome["rcsr"]}
-    if card.success_judge.kind == "deal":
+    if card.is_negotiation:
         result["sl"] = float(np.mean([episode_sl(r) or 0.0 for r in records] or [0.0]))
     return result
 

@@ -238,6 +238,11 @@ class TaskCard:
         """Strategy names in card order (the ``StrategyActions`` action indices)."""
         return tuple(s.name for s in self.strategies)
 
+    @property
+    def is_negotiation(self) -> bool:
+        """Whether the goal is a price (a deal judge): success is a deal, ranked by its SL."""
+        return self.success_judge.kind == "deal"
+
 
 REQUIRED_MIND = ("desire_open", "refused", "neutral", "positive")
 # fmt: off

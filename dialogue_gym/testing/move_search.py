@@ -241,7 +241,7 @@ def interface_lines(
         The rates and the fixed sequence.
     """
     card = getattr(env, "card", None)
-    deal = card is not None and card.success_judge.kind == "deal"
+    deal = card is not None and card.is_negotiation
     objective = "utility" if deal else "success"
     fixed, _ = best_fixed_sequence(env, train, rounds=rounds, objective=objective)
     lines = {

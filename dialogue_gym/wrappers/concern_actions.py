@@ -101,13 +101,13 @@ class ConcernActions(StrategyActions):
     ) -> None:
         card = env.card if isinstance(env, SingleAgent) else getattr(env, "card", None)
         if moves is None and card is not None:
-            moves = ListeningMoves(card) if not _is_negotiation(card) else BargainMoves(card)
+            moves = ListeningMoves(card) if not card.is_negotiation else BargainMoves(card)
         super().__init__(env, realizer=moves, encoder=encoder)
         self._moves: ListeningMoves = moves if moves is not None else ListeningMoves(self.card)
         self.realizer = self._moves
         self.move_names: tuple[str, ...] = self._moves.names
         self.strategy_names = self.move_names  # what StrategyActions validates actions against
-        features = BargainFeatures if _is_negotiation(self.card) else ListeningFeatures
+        features = BargainFeatures if self.card.is_negotiation else ListeningFeatures
         self.tracker = features(
             self.card, self.encoder, self.move_names, self.max_exchanges, match_threshold
         )
@@ -143,11 +143,6 @@ class ConcernActions(StrategyActions):
         return self.tracker.observe(observation)
 
 
-def _is_negotiation(card: TaskCard) -> bool:
-    """Whether the card's goal is a price (its success judge is a deal judge)."""
-    return card.success_judge.kind == "deal"
-
-
 def listening_parts(
     card: TaskCard, encoder: Encoder, max_exchanges: int, match_threshold: float = 0.8
 ) -> tuple[ListeningFeatures, ListeningMoves]:
@@ -157,7 +152,7 @@ def listening_parts(
     :class:`~.bargain_moves.BargainMoves` (its price moves), every other task the listening
     ones. An agent that plays the view through text (a planner) builds its parts here.
     """
-    if _is_negotiation(card):
+    if card.is_negotiation:
         moves: ListeningMoves = BargainMoves(card)
         return BargainFeatures(card, encoder, moves.names, max_exchanges, match_threshold), moves
     moves = ListeningMoves(card)

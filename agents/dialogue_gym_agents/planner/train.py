@@ -466,7 +466,7 @@ def _setup(config: PlannerConfig) -> tuple[TaskCard, str, int, Encoder]:
     env_id = spec(f"{card.id}-{config.user}").id
     if config.view == "concern" and config.realizer == "llm":
         raise ValueError("--view concern realizes its moves itself: use --realizer template")
-    if config.reward == "utility" and card.success_judge.kind != "deal":
+    if config.reward == "utility" and not card.is_negotiation:
         raise ValueError(f"--reward utility is a negotiation's: {card.id} has no deal (CB has)")
     if config.pretrain_epochs:
         try:

@@ -254,8 +254,7 @@ REQUIRED_REPLIES = (
 STANCES = ("refused", "neutral", "positive", "agree")
 
 
-# Top-level sections the parser reads; any other section is kept in ``TaskCard.extra`` for
-# task-specific user models (e.g. a seller's pricing rules).
+# Sections the parser reads; any other is kept in ``TaskCard.extra`` (e.g. a seller's prices).
 _SECTIONS = frozenset(
     {"schema_version", "task", "target", "judge", "cues", "strategies", "concerns"}
     | {"replies", "styles", "personas", "mind"}

@@ -4,7 +4,7 @@ Issue 15 asks for decision dynamics fitted to real outcomes. Before fitting what
 turns do to a simulated persuadee, this script measures how much the turns say about the real
 donation at all, on the FullData **train** split only (five folds by id hash, out-of-fold AUC):
 
-* **survey** — the ``p4g-persona`` fit (:mod:`dialogue_gym.calibration.p4g_persona`),
+* **survey** — the ``p4g-persona`` fit (:mod:`dialogue_gym.plugins.p4g.persona`),
   refitted inside each fold;
 * **persuader turns** — the first ``T`` persuader turns as the embedded users perceive them
   (:meth:`~dialogue_gym.users.analysis.UtteranceAnalyzer.perceive`, MiniLM, with the card's
@@ -48,7 +48,7 @@ def _default_data() -> Path:
 
 def _split_standardized(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both sets standardized by the train set's means and deviations."""
-    from dialogue_gym.calibration.p4g_persona import standardized
+    from dialogue_gym.plugins.p4g.persona import standardized
 
     mean, scale = train.mean(axis=0), train.std(axis=0) + 1e-9
     return standardized(train, mean, scale), standardized(test, mean, scale)
@@ -68,15 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
 
     from dialogue_gym.calibration import fit
-    from dialogue_gym.calibration.p4g_persona import (
+    from dialogue_gym.cards import load_card
+    from dialogue_gym.data import load_corpus
+    from dialogue_gym.mind.encoders import make_encoder
+    from dialogue_gym.plugins.p4g.persona import (
         TABLE,
         DonorPropensity,
         donated,
         logistic_regression,
     )
-    from dialogue_gym.cards import load_card
-    from dialogue_gym.data import load_corpus
-    from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.users.analysis import UtteranceAnalyzer
     from dialogue_gym.validity.corpus import exchanges_of
     from dialogue_gym.validity.stats import auc
@@ -151,8 +151,8 @@ def _persuader_words(train: Sequence[Any], y: np.ndarray, fold: np.ndarray) -> N
 
 def _stated_intention(data: Path) -> None:
     """Prints how well the annotated stated intention tells who really donated (train)."""
-    from dialogue_gym.calibration.p4g_persona import donated
     from dialogue_gym.data import load_corpus
+    from dialogue_gym.plugins.p4g.persona import donated
     from dialogue_gym.validity.stats import auc, bootstrap_cell
 
     annotated = [

@@ -291,8 +291,12 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
     """
     if "corpus" not in data:
         return None
-    from dialogue_gym.data.corpora import CORPORA  # the loaders load only for cards with data
+    from dialogue_gym.data.corpora import CorpusLoaders  # loaded only for cards with data
 
+    task = data.get("task")
+    own = task.get("plugin") if isinstance(task, Mapping) else None
+    own = own if isinstance(own, str) else None  # the card's own plug-in counts, registered or not
+    corpora = CorpusLoaders(own)
     where = "corpus"
     section = schema.table(data, "corpus", "")
     _known_keys(
@@ -309,12 +313,12 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
         ),
     )
     name = schema.text(section, "name", where, empty=False)
-    if name not in CORPORA:
+    if name not in corpora:
         raise CardError(
-            f"corpus.name: no corpus loader {name!r}; loaders exist for {sorted(CORPORA)} "
-            "(a new corpus format needs a loader in dialogue_gym.data)"
+            f"corpus.name: no corpus loader {name!r}; loaders exist for {sorted(corpora)} "
+            "(a new corpus format needs a loader in the task's plug-in)"
         )
-    formats = tuple(CORPORA[name].FORMATS)
+    formats = tuple(corpora[name].FORMATS)
     chosen = {}
     for key in ("sft_format", "planner_format"):
         value = schema.text(section, key, where, default=None) if key in section else None
@@ -332,7 +336,8 @@ def parse_corpus(data: Mapping[str, Any], strategy_names: tuple[str, ...]) -> Co
             readers[key] = schema.text(section, key, where, empty=False)
             from dialogue_gym.calibration import APPEAL_READERS, ASK_DETECTORS  # cards naming one
 
-            known = ASK_DETECTORS if key == "ask_reader" else APPEAL_READERS
+            table = ASK_DETECTORS if key == "ask_reader" else APPEAL_READERS
+            known = table.with_plugin(own)
             if readers[key] not in known:
                 raise CardError(f"corpus.{key}: no {kind} {readers[key]!r}; known: {sorted(known)}")
     for label, strategy in aliases.items():

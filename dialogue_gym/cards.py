@@ -9,10 +9,9 @@ the family of hand-written agents that plays it (``[agents]``), its real corpus 
 formats (``[corpus]``), the task-specific wording of the LLM prompts (``[llm]``) and the facts
 every agent is told (``[brief]``). Shipped cards live in ``dialogue_gym.catalog`` (``envs/``).
 
-**Adding a task** is one TOML file in ``envs/`` (``import dialogue_gym`` registers
-``<id>-soft-v0`` and ``<id>-hard-v0``) or registered from a package with
-:func:`dialogue_gym.register_card`. A bad value is a :class:`CardError` naming the file and the
-field (:mod:`dialogue_gym.card_schema`).
+**Adding a task** is one TOML file in ``envs/`` (``import dialogue_gym`` registers its soft
+and hard envs) or :func:`dialogue_gym.register_card`; a bad value is a :class:`CardError`
+naming the file and field (:mod:`dialogue_gym.card_schema`).
 """
 
 from __future__ import annotations
@@ -494,9 +493,7 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
 
 
 def parse_card(data: Mapping[str, Any], source: str = "<memory>") -> TaskCard:
-    """Validates a parsed TOML mapping field by field and builds a :class:`TaskCard`.
-
-    The rules are those of :mod:`dialogue_gym.card_schema`.
+    """Validates a parsed TOML mapping field by field (:mod:`dialogue_gym.card_schema`).
 
     Raises:
         CardError: ``"<source>: <field>: <problem>"``, naming the file and the offending field.
@@ -530,12 +527,14 @@ class CardHeader:
         title: ``task.title``.
         catalog: The ``[catalog]`` section.
         source: The card's name (``"p4g"``) or path, as given.
+        plugin: ``task.plugin`` as written (checked when the card loads), or ``None``.
     """
 
     id: str
     title: str
     catalog: CatalogEntry
     source: str
+    plugin: str | None = None
 
 
 def card_header(name_or_path: str | Path) -> CardHeader:
@@ -557,7 +556,8 @@ def card_header(name_or_path: str | Path) -> CardHeader:
                 "'_' and '.' only, starting with a letter or digit"
             )
         title = schema.text(task, "title", "task", default=task_id)
-        return CardHeader(task_id, title, sections.parse_catalog(data), str(name_or_path))
+        plugin = task["plugin"] if isinstance(task.get("plugin"), str) else None
+        return CardHeader(task_id, title, sections.parse_catalog(data), str(name_or_path), plugin)
     except CardError as exc:
         raise CardError(f"{source}: {exc}") from None
 
@@ -582,9 +582,8 @@ def _read(name_or_path: str | Path) -> tuple[Mapping[str, Any], str]:
         return _toml(path.read_bytes(), str(path)), str(path)
     resource = resources.files("dialogue_gym.catalog") / f"{str(name_or_path).lower()}.toml"
     if not resource.is_file():
-        raise FileNotFoundError(
-            f"no task card {name_or_path!r}; shipped cards: {', '.join(builtin_cards())}"
-        )
+        shipped = ", ".join(builtin_cards())
+        raise FileNotFoundError(f"no task card {name_or_path!r}; shipped cards: {shipped}")
     source = f"dialogue_gym.catalog/{resource.name}"
     return _toml(resource.read_bytes(), source), source
 

@@ -203,7 +203,7 @@ class DialogueEnv(ParallelEnv, metaclass=_Assembled):
         self._reset_state()
 
     @classmethod
-    def from_options(cls: type[_Env], card: str | TaskCard = "p4g", **options: Any) -> _Env:
+    def from_options(cls: type[_Env], card: str | TaskCard, **options: Any) -> _Env:
         """Builds the env from keyword options, as :func:`dialogue_gym.make` does.
 
         The options are those of :func:`~dialogue_gym.env_components.assemble_env` (the

@@ -42,6 +42,7 @@ from dialogue_gym.judges.embedded import StateRationalityJudge
 from dialogue_gym.mentalizers import OracleTeacher, Student, Teacher
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym.mind.latent import LatentSpace, RewardWeights
+from dialogue_gym.task_plugin import plugin_of
 from dialogue_gym.threads import apply_threads
 from dialogue_gym.users import build_user
 from dialogue_gym.users.base import UserSimulator
@@ -88,7 +89,7 @@ class CorpusPools(dict[str, tuple[Any, ...]]):
 
 
 def assemble_env(
-    card: str | TaskCard = "p4g",
+    card: str | TaskCard,
     user: str | UserPreset | UserSimulator = "hard",
     encoder: str | Encoder = "minilm",
     external: Sequence[str] = (SYSTEM,),
@@ -122,7 +123,8 @@ def assemble_env(
     <dialogue_gym.env.DialogueEnv.from_options>` that does, never the env's constructor.
 
     Args:
-        card: Task card name (``"p4g"``), path, or a loaded :class:`TaskCard`.
+        card: Task card name (``"p4g"``), path, or a loaded :class:`TaskCard` (no default:
+            the core prefers no task).
         user: User preset name (``"soft"``/``"hard"``), a :class:`UserPreset`, or a ready
             :class:`UserSimulator`. ``"llm-soft"`` / ``"llm-hard"``: an LLM conditioned on its
             current BDI state, profile and goal writes the replies, while the card's simulator
@@ -258,7 +260,7 @@ def corpus_pools(card: TaskCard, data: str | Path | bool, split: str, h0_turns: 
         ValueError: The card names no corpus.
     """
     from dialogue_gym.data import load_corpus, seeds_from  # the loaders are optional weight
-    from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
+    from dialogue_gym.users.corpus import personas_from_seeds
 
     if card.corpus is None:
         raise ValueError(
@@ -271,10 +273,11 @@ def corpus_pools(card: TaskCard, data: str | Path | bool, split: str, h0_turns: 
         f"{seed.corpus}:{seed.dialogue_id}": tuple((t.role, t.text) for t in seed.h0 if t.text)
         for seed in seeds
     }
-    if card.user_model == "seller":
-        pool: dict[str, tuple[Any, ...]] = {"listings": listings_from_seeds(card, seeds)}
-    else:
-        pool = {"personas": personas_from_seeds(card, seeds)}
+    name, items = plugin_of(card).seed_users(card, seeds) or (
+        "persona",
+        personas_from_seeds(card, seeds),
+    )
+    pool = {f"{name}s": items}  # the user's pool keyword: listing -> listings
     ids = {item.id for items in pool.values() for item in items}
     return CorpusPools(pool, {key: turns for key, turns in openings.items() if key in ids})
 

@@ -60,13 +60,34 @@ class TaskPlugin:
     to ``PLUGIN``. A hook the core gains later gets a generic default here, so a plug-in written
     today keeps working.
 
+    The mapping attributes add entries to the core's open tables once the card is registered
+    (:mod:`dialogue_gym.plugin_index`); a string names a module (``"pkg.mod"``) or a class
+    (``"pkg.mod:Class"``), imported only when used.
+
     Attributes:
         validity_targets: The human-replay validity benchmark's targets for the task
             (``{"replay_auc": 0.6, "judge_auc": 0.65}``; keys ``replay_auc``, ``replay_rho``,
             ``judge_auc``), read by :func:`dialogue_gym.validity.cells.cells`; generic: none.
+        corpora: Corpus name → the module of its loader (:data:`dialogue_gym.data.CORPORA`,
+            which says what a loader module holds); a card's ``[corpus] name`` is one of them.
+        user_models: User model name → its class ``"module:Class"``, for a card's
+            ``[task] user_model`` (:data:`dialogue_gym.users.USER_MODELS`).
+        ask_detectors: Table name → a function returning a learned ask detector, for a card's
+            ``[corpus] ask_reader`` (:data:`dialogue_gym.calibration.ASK_DETECTORS`).
+        appeal_readers: Table name → a function returning a learned appeal reader, for a
+            card's ``[corpus] appeal_reader`` (:data:`dialogue_gym.calibration.APPEAL_READERS`).
+
+    A plug-in's calibration fitters register themselves (:func:`dialogue_gym.calibration.register`)
+    when the plug-in module is imported.
     """
 
     validity_targets: Mapping[str, float] = MappingProxyType({})
+    corpora: Mapping[str, str] = MappingProxyType({})
+    user_models: Mapping[str, str] = MappingProxyType({})
+    ask_detectors: Mapping[str, Callable[[], Callable[[str], bool]]] = MappingProxyType({})
+    appeal_readers: Mapping[str, Callable[[], Callable[[str], frozenset[str]]]] = MappingProxyType(
+        {}
+    )
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None
@@ -101,6 +122,41 @@ class TaskPlugin:
             persona's layers).
         """
         return {}
+
+    def seed_users(
+        self, card: TaskCard, seeds: Sequence[Any]
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        """The users pinned to corpus seeds, for a user model that plays no persona.
+
+        Called by :func:`dialogue_gym.env_components.corpus_pools` (``make(..., data=...)``) and
+        the validity runner, which pin one item to a reset with ``options={name: item}``.
+
+        Args:
+            card: The task card.
+            seeds: The corpus seeds (:class:`~dialogue_gym.data.records.EpisodeSeed`).
+
+        Returns:
+            The ``reset`` option's name and one item per usable seed, or ``None`` for the
+            generic personas (:func:`dialogue_gym.users.corpus.personas_from_seeds`).
+
+        Raises:
+            ValueError: No usable seeds.
+        """
+        return None
+
+    def held_out_split(self, corpus: str, split: str, data: str | Path | None) -> list[Any] | None:
+        """A held-out split the corpus loader does not name (the validity benchmark's ``--split``).
+
+        E.g. the dialogues the collection dropped.
+
+        Called by :func:`dialogue_gym.validity.corpus.load_held_out` for a split other than
+        ``test`` and ``valid``.
+
+        Returns:
+            The dialogues (:class:`~dialogue_gym.data.records.Dialogue`), or ``None``: the task
+            has no such split (generic: none has).
+        """
+        return None
 
     def persona_background(self, persona: Any, seed: Any) -> str | None:
         """The background of a persona pinned to a corpus seed.

@@ -26,6 +26,7 @@ from typing import Any
 
 from dialogue_gym.card_sections import TaskTable
 from dialogue_gym.cards import TaskCard, card_header, load_card
+from dialogue_gym.plugin_index import note_plugin
 from dialogue_gym.registry import EnvSpec, RegistryError, load_plugins, register, registry
 from dialogue_gym.task_plugin import name_task_card
 
@@ -74,6 +75,7 @@ def register_card(
     source = str(card)
     header = card_header(source)
     name_task_card(header.id, source)  # the task's plug-in is found through its card
+    note_plugin(header.plugin)  # and adds its corpus loaders, user models, fitters
     specs = []
     for preset in PRESETS:
         env_id = f"{header.id}-{preset}-v{version}"

@@ -10,11 +10,11 @@ from test_data import DATA, needs_data
 
 import dialogue_gym
 from dialogue_gym.calibration import APPEAL_READERS, CalibrationError, fit
-from dialogue_gym.calibration.p4g import APPEAL_ACTS, AppealReader, shipped_appeal_reader
 from dialogue_gym.calibration.text_reader import fit_softmax, fit_softmax_many
 from dialogue_gym.cards import load_card
 from dialogue_gym.data import Dialogue, Turn, load_corpus
 from dialogue_gym.mind.encoders import HashingEncoder
+from dialogue_gym.plugins.p4g.calibration import APPEAL_ACTS, AppealReader, shipped_appeal_reader
 from dialogue_gym.users.analysis import UtteranceAnalyzer, card_appeal_reader
 
 #: A real persuader's kind of credibility appeal that no unlock cue of the P4G card matches.

@@ -24,12 +24,18 @@ from dialogue_gym.calibration import (
     table_path,
     write_table,
 )
-from dialogue_gym.calibration.cb import HARD_LEVELS, LEVELS, MIN_DEALS, SOFT_LEVELS, deal_price
-from dialogue_gym.calibration.esconv import SeekerReader, intensity_fall, seeker_replies
-from dialogue_gym.calibration.p4g import turn_stance
 from dialogue_gym.cli import main
 from dialogue_gym.data import Dialogue, Turn, load_corpus
-from dialogue_gym.users.seller_presets import HARD, SOFT
+from dialogue_gym.plugins.cb.calibration import (
+    HARD_LEVELS,
+    LEVELS,
+    MIN_DEALS,
+    SOFT_LEVELS,
+    deal_price,
+)
+from dialogue_gym.plugins.cb.seller_presets import HARD, SOFT
+from dialogue_gym.plugins.esconv.calibration import SeekerReader, intensity_fall, seeker_replies
+from dialogue_gym.plugins.p4g.calibration import turn_stance
 
 
 def scenario(index: int, listing: float, target: float, split: str = "train") -> Dialogue:

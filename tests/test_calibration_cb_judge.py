@@ -17,10 +17,10 @@ from dialogue_gym.cards import load_card
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.plugins.cb.seller import Listing, SellerUser
+from dialogue_gym.plugins.cb.seller_dynamics import accepts_price, states_deal
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import Listing, SellerUser
-from dialogue_gym.users.seller_dynamics import accepts_price, states_deal
 
 PRIV = {"listing_price": 500.0, "buyer_target": 350.0, "deal": False, "deal_price": None}
 OPENING = [("system", "Hi, is the bike still available?"), ("user", "Yes! I'm asking $500.")]

@@ -31,11 +31,11 @@ from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, evaluate
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.plugins.cb.seller import HARD, Listing, SellerUser
 from dialogue_gym.prices import asking_price_in, format_price, mask_prices, offer_in
 from dialogue_gym.report import csv_table, html_report, load_run, markdown_table
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import HARD, Listing, SellerUser
 
 GREETING = "Hi! Is this still available?"
 ARGUE_CONDITION = "I noticed some scratches and wear, so it isn't really like new anymore."

@@ -25,17 +25,17 @@ from dialogue_gym.data import (
     Dialogue,
     EpisodeSeed,
     Turn,
-    cb,
     corpus_name,
     data_root,
-    ed,
-    esconv,
     find_corpora,
     guess_corpus,
     load_corpus,
-    p4g,
     seeds_from,
 )
+from dialogue_gym.plugins.cb import loader as cb
+from dialogue_gym.plugins.ed import loader as ed
+from dialogue_gym.plugins.esconv import loader as esconv
+from dialogue_gym.plugins.p4g import loader as p4g
 
 DATA = Path(
     os.environ.get("DIALOGUE_GYM_DATA")
@@ -562,7 +562,7 @@ def test_cb_cocoa_parsed_json(tmp_path: Path) -> None:
 @needs_data
 def test_find_corpora_describes_every_format() -> None:
     found = find_corpora(DATA)
-    assert list(found) == ["p4g", "esconv", "ed", "cb"]
+    assert list(found) == ["cb", "ed", "esconv", "p4g"]  # the plug-ins' cards, as registered
     assert list(found["p4g"].formats) == ["full", "annotated", "gdpzero"]
     assert list(found["esconv"].formats) == ["hf", "ppdpp", "original"]
     assert list(found["ed"].formats) == ["intents", "intents_unannotated"]

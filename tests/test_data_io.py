@@ -15,9 +15,12 @@ import pytest
 from test_data import ESCONV_RECORD, jsonl, write
 
 from dialogue_gym.cli import main
-from dialogue_gym.data import CorpusError, cb, ed, esconv
+from dialogue_gym.data import CorpusError
 from dialogue_gym.data import _io as io_module
 from dialogue_gym.data._io import iter_json_container, iter_jsonl
+from dialogue_gym.plugins.cb import loader as cb
+from dialogue_gym.plugins.ed import loader as ed
+from dialogue_gym.plugins.esconv import loader as esconv
 
 ODD_BREAKS = "one\u2028two\u2029three\x85four\x0bfive\x0csix\x1cseven"
 

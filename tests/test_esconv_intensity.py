@@ -17,15 +17,15 @@ import pytest
 
 from dialogue_gym.cards import load_card
 from dialogue_gym.data import Dialogue, Turn, load_corpus, seeds_from
-from dialogue_gym.registry import make
-from dialogue_gym.users import esconv_seeker
-from dialogue_gym.users.corpus import personas_from_seeds
-from dialogue_gym.users.esconv_seeker import (
+from dialogue_gym.plugins.esconv import seeker as esconv_seeker
+from dialogue_gym.plugins.esconv.seeker import (
     TRAIN_INTENSITY_COUNTS,
     intensity_counts,
     intensity_quantile,
     seeker_layers,
 )
+from dialogue_gym.registry import make
+from dialogue_gym.users.corpus import personas_from_seeds
 from dialogue_gym.users.persona import STRENGTH_RANGE, WILLINGNESS_RANGE, Persona, persona_bank
 
 DATASETS = Path("/work/shared/datasets")

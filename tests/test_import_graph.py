@@ -302,7 +302,7 @@ SPLIT_MODULES_PUBLIC_NAMES = {
         "VectorDialogueEnv",
         "make_vec",
     ],
-    "dialogue_gym.users.seller": [
+    "dialogue_gym.plugins.cb.seller": [
         "HARD",
         "SELLER_PRESETS",
         "SOFT",

@@ -26,7 +26,9 @@ from dialogue_gym.calibration import (
     shipped_table,
     write_table,
 )
-from dialogue_gym.calibration.p4g_persona import (
+from dialogue_gym.cards import load_card
+from dialogue_gym.data import Dialogue, load_corpus, seeds_from
+from dialogue_gym.plugins.p4g.persona import (
     SURVEY_FIELDS,
     TABLE,
     DonorPropensity,
@@ -34,8 +36,6 @@ from dialogue_gym.calibration.p4g_persona import (
     shipped_propensity,
     survey_vector,
 )
-from dialogue_gym.cards import load_card
-from dialogue_gym.data import Dialogue, load_corpus, seeds_from
 from dialogue_gym.users.corpus import personas_from_seeds
 
 

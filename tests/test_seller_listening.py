@@ -20,8 +20,8 @@ import test_seller_reading as reading
 
 import dialogue_gym
 from dialogue_gym.cards import Style
+from dialogue_gym.plugins.cb.seller import SellerUser
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import SellerUser
 from dialogue_gym.users.wording import add_style
 
 GREETING = "Hi! Is this still available?"

@@ -18,10 +18,10 @@ from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import make_encoder
+from dialogue_gym.plugins.cb.seller import Listing, SellerUser
 from dialogue_gym.prices import OfferReading, listing_period, offer_in, read_offer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import Listing, SellerUser
 
 GREETING = "Hi! Is this still available?"
 QUOTED = (

@@ -13,11 +13,7 @@ from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge, DealJudgment
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym.prices import asking_price_in, offer_in
-from dialogue_gym.users import build_user
-from dialogue_gym.users.base import DECISIONS, UserTurn
-from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.seller import (
+from dialogue_gym.plugins.cb.seller import (
     HARD,
     SOFT,
     Listing,
@@ -25,6 +21,10 @@ from dialogue_gym.users.seller import (
     listing_bank,
     seller_preset,
 )
+from dialogue_gym.prices import asking_price_in, offer_in
+from dialogue_gym.users import build_user
+from dialogue_gym.users.base import DECISIONS, UserTurn
+from dialogue_gym.users.persona import persona_bank
 from dialogue_gym_agents.baselines.bargain import LowballBuyer, ScriptedBuyer
 
 EPISODES = 100

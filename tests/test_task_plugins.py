@@ -41,12 +41,10 @@ PACKAGE_DIR = Path(dialogue_gym.__file__).resolve().parent
 ENVS = PACKAGE_DIR.parent / "envs"
 PLUGIN_MODULE = "dg_garden_plugin"
 
-# Core modules that still compare a task id or a corpus name, with where the branch should go.
-# Task-specific packages (``plugins/``, ``calibration/``, ``data/``) are not scanned.
-KNOWN_TASK_BRANCHES: dict[str, str] = {
-    "dialogue_gym/users/esconv_seeker.py": "ESConv's seeker as a whole -> plugins/esconv",
-    "dialogue_gym/validity/corpus.py": "load_held_out: ESConv's 'failed' split -> data/esconv.py",
-}
+# Core modules that still compare a task id or a corpus name, with where the branch should go
+# (none left: ESConv's seeker and 'failed' split, CB's seller, the loaders and the calibration
+# fitters all live in their tasks' plug-ins). Only ``plugins/`` is not scanned.
+KNOWN_TASK_BRANCHES: dict[str, str] = {}
 
 TASK_IDS = frozenset(load_card(name).id for name in builtin_cards())
 TASK_NAMES = frozenset(
@@ -56,7 +54,7 @@ TASK_NAMES = frozenset(
 
 
 def _core_modules() -> Iterator[Path]:
-    skipped = {"plugins", "calibration", "data", "catalog"}
+    skipped = {"plugins", "catalog"}
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         if skipped.isdisjoint(path.relative_to(PACKAGE_DIR).parts[:-1]):
             yield path

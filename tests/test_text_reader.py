@@ -18,8 +18,6 @@ from test_calibration import ESCONV_TRAIN
 
 from dialogue_gym import make
 from dialogue_gym.calibration import fit, write_table
-from dialogue_gym.calibration.esconv import SeekerReader
-from dialogue_gym.calibration.p4g import PersuadeeReader
 from dialogue_gym.calibration.text_reader import (
     STANCES,
     TextReader,
@@ -32,6 +30,8 @@ from dialogue_gym.cards import load_card
 from dialogue_gym.judges import user_text
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.embedded import StateSuccessJudge
+from dialogue_gym.plugins.esconv.calibration import SeekerReader
+from dialogue_gym.plugins.p4g.calibration import PersuadeeReader
 from dialogue_gym.users.base import UserTurn
 
 # -- features and fits -----------------------------------------------------------------------------

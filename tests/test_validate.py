@@ -17,9 +17,11 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.cli import main
-from dialogue_gym.data import Dialogue, Turn, load_corpus, p4g_split_of, seeds_from
+from dialogue_gym.data import Dialogue, Turn, load_corpus, seeds_from
 from dialogue_gym.judges.base import Exchange, Judgment
-from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
+from dialogue_gym.plugins.cb.seller_listings import listings_from_seeds
+from dialogue_gym.plugins.p4g.loader import split_of as p4g_split_of
+from dialogue_gym.users.corpus import personas_from_seeds
 from dialogue_gym.validity import auc, exchanges_of, outcome_of, spearman, validate_dialogues
 from dialogue_gym.validity import reference as ref
 from dialogue_gym.validity.corpus import parse_splits

@@ -9,8 +9,9 @@ the code version — so a table says what it was computed from and how to recomp
 Held-out dialogues never enter a fit: :func:`fit` refuses any dialogue whose split is not
 ``train`` (the loaders' splits), naming the offending ids.
 
-Shipped tables live in ``dialogue_gym/calibration/tables/<task>.json``; :func:`shipped_table`
-reads one, :func:`write_table` and :func:`load_table` round-trip any table exactly.
+Shipped tables live in the task's plug-in, in ``tables/<task>.json`` beside the fitter's module
+(``dialogue_gym/plugins/p4g/tables/p4g.json``); :func:`shipped_table` reads one,
+:func:`write_table` and :func:`load_table` round-trip any table exactly.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dialogue_gym.plugin_index import plugins
 from dialogue_gym.types import DialogueRecord
 from dialogue_gym.version import __version__
 
@@ -65,6 +67,8 @@ class Fitter:
         description: One line on what it fits.
         format: The corpus format it reads (a loader ``FORMATS`` entry: P4G's ``annotated``
             carries the persuadee acts); ``None``: the loader's default for the train split.
+        package: The package whose ``tables/`` folder holds its shipped table (the task's
+            plug-in).
     """
 
     task: str
@@ -73,10 +77,33 @@ class Fitter:
     function: FitFunction
     description: str
     format: str | None = None
+    package: str = "dialogue_gym.calibration"
 
 
-FITTERS: dict[str, Fitter] = {}
-"""The registered fitters by task (filled when :mod:`dialogue_gym.calibration` is imported)."""
+_FITTERS: dict[str, Fitter] = {}
+"""The fitters registered so far (a plug-in's register when it is imported)."""
+
+
+class _Fitters(Mapping[str, Fitter]):
+    """The registered fitters by task: the registered cards' plug-ins are imported when read."""
+
+    def _table(self) -> dict[str, Fitter]:
+        for _ in plugins():  # importing a plug-in registers its fitters
+            pass
+        return _FITTERS
+
+    def __getitem__(self, task: str) -> Fitter:
+        return _FITTERS[task] if task in _FITTERS else self._table()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+FITTERS: Mapping[str, Fitter] = _Fitters()
+"""The registered fitters by task (each task's plug-in registers its own)."""
 
 
 def register(
@@ -89,9 +116,10 @@ def register(
     """
 
     def decorate(function: FitFunction) -> FitFunction:
-        if task in FITTERS:
+        if task in _FITTERS:
             raise ValueError(f"a fitter for {task!r} is already registered")
-        FITTERS[task] = Fitter(task, corpus, version, function, description, format)
+        package = function.__module__.rpartition(".")[0]  # the tables sit beside the module
+        _FITTERS[task] = Fitter(task, corpus, version, function, description, format, package)
         return function
 
     return decorate
@@ -189,8 +217,10 @@ def load_table(path: str | Path) -> dict[str, Any]:
 
 
 def table_path(task: str) -> Path:
-    """Where the shipped table of ``task`` lives inside the package."""
-    return Path(str(resources.files("dialogue_gym.calibration") / "tables" / f"{task}.json"))
+    """Where the shipped table of ``task`` lives: ``tables/`` beside its fitter's module."""
+    fitter = _FITTERS.get(task) or FITTERS.get(task)  # a plug-in's own table: no import
+    package = fitter.package if fitter is not None else "dialogue_gym.calibration"
+    return Path(str(resources.files(package) / "tables" / f"{task}.json"))
 
 
 @functools.cache

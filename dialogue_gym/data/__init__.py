@@ -12,10 +12,11 @@ Quick start::
 
 Every corpus maps onto one record type (:class:`Dialogue` of :class:`Turn`) with one role
 convention (the *system* steers: persuader, supporter, listener, buyer); see
-:mod:`dialogue_gym.data.records`. Each corpus module (:mod:`~dialogue_gym.data.p4g`,
-:mod:`~dialogue_gym.data.esconv`, :mod:`~dialogue_gym.data.ed`, :mod:`~dialogue_gym.data.cb`)
-documents its formats, splits and field mapping. Malformed files raise :class:`CorpusError`
-naming the file and line.
+:mod:`dialogue_gym.data.records`. Each corpus's loader sits in its task's plug-in
+(:mod:`~dialogue_gym.plugins.p4g.loader`, :mod:`~dialogue_gym.plugins.esconv.loader`,
+:mod:`~dialogue_gym.plugins.ed.loader`, :mod:`~dialogue_gym.plugins.cb.loader`; found through
+:data:`CORPORA`) and documents its formats, splits and field mapping. Malformed files raise
+:class:`CorpusError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from dialogue_gym.data.corpora import (
     load_format,
 )
 from dialogue_gym.data.errors import CorpusError, DataNotFoundError
-from dialogue_gym.data.p4g import split_of as p4g_split_of
 from dialogue_gym.data.records import ROLES, Dialogue, EpisodeSeed, Turn, seeds_from
 
 __all__ = [
@@ -55,6 +55,5 @@ __all__ = [
     "guess_corpus",
     "load_corpus",
     "load_format",
-    "p4g_split_of",
     "seeds_from",
 ]

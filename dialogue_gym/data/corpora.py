@@ -1,7 +1,7 @@
 """Finding corpora under a data root, and loading one by name.
 
 A *data root* is a folder holding one sub-folder per corpus, named as in
-:data:`FOLDER_NAMES` (the first name is the canonical one)::
+:data:`FOLDER_NAMES` (the first name is the canonical one), e.g. with the shipped tasks::
 
     DATA/p4g/...                      # full_dialog.csv, 300_dialog.csv, *_turn_based.json
     DATA/esconv/...                   # train/valid/test.jsonl, esc-*.txt, ESConv.json
@@ -12,25 +12,30 @@ Files may sit at any depth inside a corpus folder; formats are recognised by fil
 for ambiguous names, by their first line). The root is the ``path`` argument, else the
 environment variable ``DIALOGUE_GYM_DATA``.
 
-A task card names its corpus and the formats its trainers read in ``[corpus]`` (checked
-against :data:`CORPORA` and each loader's ``FORMATS`` when the card loads). A task that brings
-a new corpus format needs a loader module here (``FORMATS``, ``LOADERS``, ``detect``,
-``load``, ``notes``, as :mod:`dialogue_gym.data.p4g`), entered in :data:`CORPORA`,
-:data:`TITLES` and :data:`FOLDER_NAMES`.
+A corpus's loader belongs to its task's plug-in (``dialogue_gym.plugins.p4g.loader`` …): the
+plug-in lists it in its ``corpora`` (corpus name → loader module), and :data:`CORPORA` reads
+the registered cards' plug-ins when it is looked up. A loader module has ``TITLE``,
+``FOLDER_NAMES`` (the accepted folder names, canonical first), ``FORMATS``, ``LOADERS``,
+``detect``, ``load`` and ``notes`` (and ``RELEASE`` for ``dialogue-gym data fetch``), as
+:mod:`dialogue_gym.plugins.p4g.loader`. A task card names its corpus and the formats its
+trainers read in ``[corpus]`` (checked against :data:`CORPORA` and each loader's ``FORMATS``
+when the card loads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
-from dialogue_gym.data import cb, ed, esconv, p4g
 from dialogue_gym.data._io import canonical_split, walk
 from dialogue_gym.data.errors import DataNotFoundError
 from dialogue_gym.data.records import Dialogue
+from dialogue_gym.plugin_index import contributions
 
 __all__ = [
     "CORPORA",
@@ -38,6 +43,8 @@ __all__ = [
     "FOLDER_NAMES",
     "TITLES",
     "CorpusFiles",
+    "CorpusLoaders",
+    "LoaderFacts",
     "corpus_folder",
     "corpus_name",
     "data_root",
@@ -51,29 +58,70 @@ __all__ = [
 ENV_VAR = "DIALOGUE_GYM_DATA"
 """Environment variable naming the data root."""
 
-CORPORA: Mapping[str, ModuleType] = {"p4g": p4g, "esconv": esconv, "ed": ed, "cb": cb}
+
+class CorpusLoaders(Mapping[str, ModuleType]):
+    """Corpus name → loader module, from the registered plug-ins' ``corpora`` when read.
+
+    Args:
+        extra: A card's own plug-in, read too (for checking a card that is not registered).
+    """
+
+    def __init__(self, extra: str | None = None) -> None:
+        self._extra = extra
+
+    def _table(self) -> dict[str, str]:
+        return contributions("corpora", self._extra)
+
+    def __getitem__(self, name: str) -> ModuleType:
+        return importlib.import_module(self._table()[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table()
+
+
+_Fact = TypeVar("_Fact")
+
+
+class LoaderFacts(Mapping[str, _Fact]):
+    """Corpus name → one attribute of its loader module (``TITLE``, ``FOLDER_NAMES``)."""
+
+    def __init__(self, attribute: str) -> None:
+        self._attribute = attribute
+
+    def __getitem__(self, name: str) -> _Fact:
+        fact: _Fact = getattr(CORPORA[name], self._attribute)
+        return fact
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CORPORA)
+
+    def __len__(self) -> int:
+        return len(CORPORA)
+
+
+CORPORA: Mapping[str, ModuleType] = CorpusLoaders()
 """Corpus name → loader module (each has ``FORMATS``, ``detect``, ``load``, ``LOADERS``)."""
 
-TITLES = {
-    "p4g": "Persuasion for Good",
-    "esconv": "ESConv",
-    "ed": "EmpatheticDialogues",
-    "cb": "CraigslistBargain",
-}
+TITLES: Mapping[str, str] = LoaderFacts[str]("TITLE")
+"""Corpus name → its title (``"Persuasion for Good"``)."""
 
-FOLDER_NAMES = {
-    "p4g": ("p4g", "persuasionforgood", "persuasion_for_good"),
-    "esconv": ("esconv", "emotional-support-conversation", "emotional_support_conversation"),
-    "ed": ("empathetic_dialogues", "empatheticdialogues", "ed"),
-    "cb": ("craigslist_bargain", "craigslist_bargains", "craigslistbargain", "cb"),
-}
+FOLDER_NAMES: Mapping[str, tuple[str, ...]] = LoaderFacts[tuple[str, ...]]("FOLDER_NAMES")
 """Accepted corpus folder names (compared case-insensitively); the first is canonical."""
 
-_NAME_ALIASES = {
-    alias.replace("-", "").replace("_", ""): name
-    for name, aliases in FOLDER_NAMES.items()
-    for alias in (name, *aliases)
-}
+
+def _name_aliases() -> dict[str, str]:
+    return {
+        alias.replace("-", "").replace("_", ""): name
+        for name, aliases in FOLDER_NAMES.items()
+        for alias in (name, *aliases)
+    }
+
 
 SPECIAL_SPLITS = ("unsplit", "unknown")
 
@@ -85,9 +133,10 @@ def corpus_name(name: str) -> str:
         ValueError: Unknown name.
     """
     key = name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-    if key not in _NAME_ALIASES:
+    aliases = _name_aliases()
+    if key not in aliases:
         raise ValueError(f"unknown corpus {name!r}; expected one of {sorted(CORPORA)}")
-    return _NAME_ALIASES[key]
+    return aliases[key]
 
 
 def _where_to_put() -> str:

@@ -19,10 +19,10 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from dialogue_gym.data.corpora import FOLDER_NAMES, TITLES, corpus_name
+from dialogue_gym.data.corpora import TITLES, LoaderFacts, corpus_name
 
 __all__ = ["BASE_ENV_VAR", "RELEASES", "TIMEOUT_S", "Download", "FetchError", "Release", "fetch"]
 
@@ -74,68 +74,8 @@ class Release:
     homepage: str
 
 
-_P4G = "https://gitlab.com/ucdavisnlp/persuasionforgood/-/raw/master/data"
-_ESCONV = "https://raw.githubusercontent.com/thu-coai/Emotional-Support-Conversation/main"
-_CODALAB = "https://worksheets.codalab.org/rest/bundles"
-_ED_DIR = FOLDER_NAMES["ed"][0]
-
-RELEASES: dict[str, Release] = {
-    "p4g": Release(
-        downloads=(
-            Download(f"{_P4G}/FullData/full_dialog.csv", "p4g/FullData/full_dialog.csv"),
-            Download(f"{_P4G}/FullData/full_info.csv", "p4g/FullData/full_info.csv"),
-            Download(f"{_P4G}/AnnotatedData/300_dialog.xlsx", "p4g/AnnotatedData/300_dialog.xlsx"),
-            Download(f"{_P4G}/AnnotatedData/300_info.xlsx", "p4g/AnnotatedData/300_info.xlsx"),
-        ),
-        licence="Apache-2.0. The annotated .xlsx files need openpyxl (`pip install openpyxl`).",
-        homepage="https://gitlab.com/ucdavisnlp/persuasionforgood",
-    ),
-    "esconv": Release(
-        downloads=(
-            Download(f"{_ESCONV}/ESConv.json", "esconv/ESConv.json"),
-            Download(f"{_ESCONV}/FailedESConv.json", "esconv/FailedESConv.json"),
-        ),
-        licence="CC BY-NC 4.0 (non-commercial, academic research use).",
-        homepage="https://github.com/thu-coai/Emotional-Support-Conversation",
-    ),
-    "ed": Release(
-        downloads=(
-            Download(
-                "https://dl.fbaipublicfiles.com/parlai/empatheticdialogues/"
-                "empatheticdialogues.tar.gz",
-                f"{_ED_DIR}/empatheticdialogues.tar.gz",
-                members=tuple(
-                    (
-                        f"empatheticdialogues/{split}.csv",
-                        f"{_ED_DIR}/empatheticdialogues/{split}.csv",
-                    )
-                    for split in ("train", "valid", "test")
-                ),
-            ),
-        ),
-        licence="CC BY-NC 4.0 (non-commercial).",
-        homepage="https://github.com/facebookresearch/EmpatheticDialogues",
-    ),
-    "cb": Release(
-        downloads=(
-            Download(
-                f"{_CODALAB}/0xd34bbbc5fb3b4fccbd19e10756ca8dd7/contents/blob/parsed.json",
-                "craigslist_bargain/cocoa/train.json",
-            ),
-            Download(
-                f"{_CODALAB}/0x15c4160b43d44ee3a8386cca98da138c/contents/blob/parsed.json",
-                "craigslist_bargain/cocoa/dev.json",
-            ),
-            Download(
-                f"{_CODALAB}/0x54d325bbcfb2463583995725ed8ca42b/contents/blob/",
-                "craigslist_bargain/cocoa/test.json",
-            ),
-        ),
-        licence="no stated data licence (treat as research use); the CoCoA code is MIT.",
-        homepage="https://stanfordnlp.github.io/cocoa/",
-    ),
-}
-"""Corpus name → its official release."""
+RELEASES: Mapping[str, Release] = LoaderFacts[Release]("RELEASE")
+"""Corpus name → its official release (each loader module's ``RELEASE``)."""
 
 
 def _url(download: Download) -> str:

@@ -1,4 +1,12 @@
-"""The embedded CraigslistBargain success judge: deal detection, price extraction, utility.
+"""The embedded deal judge of a negotiation card: deal detection, price extraction, utility.
+
+Generic for any card whose ``[judge.success] kind`` is ``"deal"``
+(:attr:`~dialogue_gym.cards.TaskCard.is_negotiation`): it reads the card's cues (``reply_*``,
+``accept``), its ``[listings]`` fractions and prices in the text, and the seller's privileged
+record when a simulator gives one (``listing_price``, ``buyer_target``, ``deal``); nothing in
+it is CraigslistBargain's own, so it stays in the core while CB's seller lives in its plug-in
+(:mod:`dialogue_gym.plugins.cb`). :func:`states_deal` and :func:`accepts_price`, the reading
+of a deal in words, are shared with that seller.
 
 MASP (Appendix C.7): the judge decides whether a deal has been reached and extracts the final
 price; if *any* sampled judgment says there is no deal, the outcome is ``no_deal``; otherwise
@@ -21,7 +29,7 @@ readings of the transcript:
 1. **the seller's words** — the reply states a deal (the card's ``reply_agree`` cues; or, for
    an external seller, a sentence accepting the buyer's standing offer by the card's
    ``accept`` cues as a real seller does, "Deal: I accept $120."; refusal cues win;
-   :func:`~dialogue_gym.users.seller_dynamics.states_deal`) and names a price;
+   :func:`states_deal`) and names a price;
 2. **the seller's state** — the simulator has closed a deal (``privileged["deal"]``) at a price
    matching the stated one;
 3. **the buyer's side** — the agreed price is one the buyer's last turn offered (or more), the
@@ -52,19 +60,55 @@ privileged record; without one, from the first price the seller stated and the c
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
 from dialogue_gym.judges.base import Exchange, Judgment
-from dialogue_gym.prices import asking_price_in, buyer_utility, read_offer
+from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in, read_offer
 from dialogue_gym.stance import classify_stance
-from dialogue_gym.users.seller_dynamics import accepts_price, states_deal
 
-__all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment"]
+__all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment", "accepts_price", "states_deal"]
 
 DEAL, NO_DEAL = "deal", "no_deal"
 _SYSTEM, _USER = "system", "user"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def accepts_price(text: str, card: TaskCard) -> bool:
+    """Whether a sentence of ``text`` accepts the other side's price (the ``accept`` cues).
+
+    Per sentence (or line), so a cue anchored at the start (``^deal``) also matches a sentence
+    that opens a later part of the turn ("I offer $120. Deal: I accept $120.").
+    """
+    accept = card.cues.get("accept", ())
+    return any(p.search(sentence) for sentence in _SENTENCE_END.split(text.strip()) for p in accept)
+
+
+def states_deal(text: str, card: TaskCard, offered: float | None = None) -> bool:
+    """Whether a seller's reply states a deal.
+
+    It does when its stance is ``agree`` (``reply_agree`` cues), or when one of its sentences
+    accepts the buyer's price ``offered`` (the card's ``accept`` cues: a real seller accepts
+    an offer as a buyer accepts a price, "Deal: I accept $120.") and the reply names no other
+    price. Refusal cues win. Without an offer to accept, acceptance words are no deal: "I just
+    want this sold" in an opening that names the asking price is not one. The embedded seller
+    states its deals with ``reply_agree`` words ("Deal at $X"), so this reading changes
+    nothing for it.
+
+    Args:
+        text: The seller's reply.
+        card: The CB card (``reply_*`` and ``accept`` cues).
+        offered: The buyer's standing offer, if any.
+    """
+    stance = classify_stance(text, card)
+    if stance != "neutral" and stance != "positive":
+        return stance == "agree"
+    if offered is None or not accepts_price(text, card):
+        return False
+    said = offer_in(text, reference=offered)
+    return said is None or abs(said - offered) <= max(0.5, 0.01 * offered)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ from typing import Any
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.mind.encoders import Encoder
+from dialogue_gym.plugin_index import Contributions
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.base import DECISIONS, UserSimulator, UserTurn
 from dialogue_gym.users.cognitive import (
@@ -18,11 +19,11 @@ from dialogue_gym.users.cognitive import (
 from dialogue_gym.users.persona import Persona, persona_bank
 
 # User-simulator families by the card's ``task.user_model``; "module:attr" so that a
-# family's code loads only when a card needs it.
-USER_MODELS = {
-    "cognitive": "dialogue_gym.users.cognitive:CognitiveUser",
-    "seller": "dialogue_gym.users.seller:SellerUser",
-}
+# family's code loads only when a card needs it. A task's own model (CraigslistBargain's
+# seller) comes from its plug-in's ``user_models``.
+USER_MODELS = Contributions(
+    "user_models", base={"cognitive": "dialogue_gym.users.cognitive:CognitiveUser"}
+)
 
 
 def build_user(
@@ -36,12 +37,13 @@ def build_user(
     Raises:
         ValueError: Unknown user model or preset.
     """
-    if card.user_model not in USER_MODELS:
-        known = sorted(USER_MODELS)
+    models = USER_MODELS.with_plugin(card.plugin)
+    if card.user_model not in models:
+        known = sorted(models)
         raise ValueError(
             f"card {card.id!r}: unknown user_model {card.user_model!r}; known: {known}"
         )
-    module, _, attr = USER_MODELS[card.user_model].partition(":")
+    module, _, attr = models[card.user_model].partition(":")
     options = {k: v for k, v in kwargs.items() if v is not None}
     return getattr(importlib.import_module(module), attr)(card, encoder, preset=preset, **options)
 

@@ -178,7 +178,10 @@ def card_ask_detector(card: TaskCard) -> Callable[[str], bool] | None:
         return None
     from dialogue_gym.calibration import ASK_DETECTORS  # loads only for cards that name one
 
-    return ASK_DETECTORS[card.corpus.ask_reader]()
+    detector: Callable[[str], bool] = ASK_DETECTORS.with_plugin(card.plugin)[
+        card.corpus.ask_reader
+    ]()
+    return detector
 
 
 def card_appeal_reader(card: TaskCard) -> Callable[[str], frozenset[str]] | None:
@@ -191,7 +194,9 @@ def card_appeal_reader(card: TaskCard) -> Callable[[str], frozenset[str]] | None
         return None
     from dialogue_gym.calibration import APPEAL_READERS  # loads only for cards that name one
 
-    return APPEAL_READERS[card.corpus.appeal_reader]()
+    reader: Callable[[str], frozenset[str]]
+    reader = APPEAL_READERS.with_plugin(card.plugin)[card.corpus.appeal_reader]()
+    return reader
 
 
 class UtteranceAnalyzer:

@@ -11,7 +11,7 @@ Each :class:`~dialogue_gym.data.records.EpisodeSeed` of a held-out split becomes
   willingness, capacity, style and background; for ESConv (:mod:`dialogue_gym.plugins.esconv`)
   the seeker's initial emotion intensity sets its willingness, starting valence and concern
   strengths, and its emotion and problem types choose its concerns
-  (:mod:`dialogue_gym.users.esconv_seeker`); a card without a plug-in keeps the bank layers;
+  (:mod:`dialogue_gym.plugins.esconv.seeker`); a card without a plug-in keeps the bank layers;
 * everything the corpus does not say (name, remaining facts, concerns for corpora without
   profiles or matching situations) comes from a bank persona chosen by a hash of the dialogue
   id, so the mapping is deterministic and independent of the episode seed.
@@ -73,59 +73,3 @@ def personas_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Persona, 
     if not personas:
         raise ValueError(f"no corpus episodes to build {card.id} personas from")
     return tuple(personas)
-
-
-# CraigslistBargain categories → the seller card's listing categories.
-_CB_CATEGORIES = {
-    "bike": "bikes",
-    "car": "cars",
-    "phone": "phones",
-    "housing": "housing",
-    "furniture": "furniture",
-    "electronics": "electronics",
-}
-
-
-def listings_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Any, ...]:
-    """One seller listing per CraigslistBargain seed: the real title, category and prices.
-
-    The listing price is the seller's target (``p_seller``) and the buyer's target is the
-    corpus's; the selling point, the admitted flaw and where the hidden bottom line sits come
-    from a bank listing of the same category chosen by a hash of the dialogue id. Seeds
-    without both prices are skipped.
-
-    Raises:
-        ValueError: No usable seeds.
-    """
-    from dialogue_gym.users.seller import listing_bank  # the seller model is CB-only weight
-
-    bank = listing_bank(card)
-    by_category: dict[str, list[Any]] = {}
-    for listing in bank:
-        by_category.setdefault(listing.category, []).append(listing)
-    listings = []
-    for seed in seeds:
-        situation = seed.situation
-        price = situation.get("seller_target") or situation.get("listing_price")
-        target = situation.get("buyer_target")
-        if not price or not target or float(target) >= float(price):
-            continue
-        category = _CB_CATEGORIES.get(str(situation.get("category")), "")
-        pool = by_category.get(category) or list(bank)
-        digest = int(hashlib.sha256(f"cb/{seed.dialogue_id}".encode()).hexdigest()[:8], 16)
-        base = pool[digest % len(pool)]
-        title = (situation.get("title") or "").strip()
-        if not title:
-            title = str(situation.get("description") or base.title).split(".")[0][:80].strip()
-        listings.append(
-            dataclasses.replace(
-                base,
-                id=f"cb:{seed.dialogue_id}",
-                title=title,
-                price=float(price),
-                buyer_target=float(target),
-            )
-        )
-    if not listings:
-        raise ValueError(f"no corpus listings with prices to build {card.id} episodes from")
-    return tuple(listings)

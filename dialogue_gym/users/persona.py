@@ -29,7 +29,7 @@ class Persona:
             reply templates as ``{slot}`` placeholders.
         initial_valence: Valence v of the user's starting state z_0, in [-1, 1] (0 for the
             bank's personas; an ESConv seeker built from a real dialogue starts below 0, lower
-            the more intense its emotion, see :mod:`dialogue_gym.users.esconv_seeker`).
+            the more intense its emotion, see :mod:`dialogue_gym.plugins.esconv.seeker`).
         emotion_intensity: The real seeker's initial emotion intensity (ESConv's survey, 1–5)
             for a persona built from a corpus dialogue that has one; ``None`` otherwise.
     """

@@ -120,19 +120,24 @@ def parse_splits(spec: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def load_held_out(corpus: str, data: str | Path | None, splits: Sequence[str]) -> list[Dialogue]:
-    """The held-out dialogues of ``splits`` (``failed``: ESConv's ``FailedESConv.json``).
+    """The held-out dialogues of ``splits``.
+
+    A split the loader does not name comes from the task's plug-in
+    (:meth:`~dialogue_gym.task_plugin.TaskPlugin.held_out_split`; ``failed``: ESConv's
+    ``FailedESConv.json``).
 
     Raises:
         DataNotFoundError: No files (or no dialogues) of a split.
-        ValueError: ``failed`` for a corpus other than ESConv.
+        ValueError: ``failed`` for a corpus whose plug-in has no such split.
     """
+    plugin = plugin_for_corpus(corpus)
     dialogues: list[Dialogue] = []
     for split in splits:
-        if split == FAILED:
-            if corpus != "esconv":
-                raise ValueError("the 'failed' split is ESConv's FailedESConv.json")
-            found = load_corpus(corpus, data, split="unsplit", format="original")
-            dialogues += [d for d in found if d.situation.get("failed")]
+        special = plugin.held_out_split(corpus, split, data)
+        if special is not None:
+            dialogues += special
+        elif split == FAILED:
+            raise ValueError(f"the {FAILED!r} split: {corpus}'s plug-in has no such split")
         else:
             dialogues += load_corpus(corpus, data, split=split)
     seen: set[str] = set()

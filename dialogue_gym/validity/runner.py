@@ -51,6 +51,7 @@ from dialogue_gym.data import Dialogue, seeds_from
 from dialogue_gym.env import CORPORA
 from dialogue_gym.judges.embedded import StateSuccessJudge
 from dialogue_gym.registry import make
+from dialogue_gym.task_plugin import plugin_of
 from dialogue_gym.validity import reference as ref
 from dialogue_gym.validity.acts import predict_acts
 from dialogue_gym.validity.cells import TARGETS, cells
@@ -77,18 +78,20 @@ Progress = Callable[[str], None]
 
 def _pins(card: Any, dialogues: Sequence[Dialogue]) -> list[dict[str, Any] | None]:
     """``reset`` options pinning each dialogue's own user (``None``: cannot be built)."""
-    from dialogue_gym.users.corpus import listings_from_seeds, personas_from_seeds
+    from dialogue_gym.users.corpus import personas_from_seeds
 
     seeds = seeds_from(dialogues, card.goal)
-    if card.user_model == "seller":
-        pins: list[dict[str, Any] | None] = []
-        for seed in seeds:
-            try:
-                pins.append({"listing": listings_from_seeds(card, [seed])[0]})
-            except ValueError:  # no usable prices
-                pins.append(None)
-        return pins
-    return [{"persona": p} for p in personas_from_seeds(card, seeds)]
+    plugin = plugin_of(card)
+    pins: list[dict[str, Any] | None] = []
+    for seed in seeds:
+        try:
+            found = plugin.seed_users(card, [seed])
+        except ValueError:  # the plug-in cannot build this seed's user (no usable prices)
+            pins.append(None)
+            continue
+        name, items = found or ("persona", personas_from_seeds(card, [seed]))
+        pins.append({name: items[0]})
+    return pins
 
 
 def _hash_key(dialogue_id: str) -> str:

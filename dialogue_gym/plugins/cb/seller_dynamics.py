@@ -1,9 +1,9 @@
 """How a buyer turn moves the CraigslistBargain seller: perception, credit, offers, insults.
 
-:class:`SellerDynamics` is the seller's state machine (see :mod:`dialogue_gym.users.seller`
+:class:`SellerDynamics` is the seller's state machine (see :mod:`dialogue_gym.plugins.cb.seller`
 for the rules): it reads one view of the buyer's turn, credits at most one argument per turn
 (its share of the turn's one unit of credit), moves the ask, and decides the stance, a deal, a
-cave-in or a walk-away. :class:`~dialogue_gym.users.seller.SellerUser` adds the episode state,
+cave-in or a walk-away. :class:`~dialogue_gym.plugins.cb.seller.SellerUser` adds the episode state,
 the wording and the user protocol on top of it.
 """
 
@@ -18,14 +18,14 @@ import numpy as np
 
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.cue_search import any_cue
-from dialogue_gym.prices import OfferReading, mask_prices, offer_in, read_offer
-from dialogue_gym.stance import classify_stance
+from dialogue_gym.judges.deal import accepts_price, states_deal
+from dialogue_gym.plugins.cb.seller_listings import Listing, price_step
+from dialogue_gym.plugins.cb.seller_presets import SellerPreset
+from dialogue_gym.prices import OfferReading, mask_prices, read_offer
 from dialogue_gym.text import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.concerns import MEANING_SCALE
 from dialogue_gym.users.meaning import ASKS
-from dialogue_gym.users.seller_listings import Listing, price_step
-from dialogue_gym.users.seller_presets import SellerPreset
 
 __all__ = [
     "PARTIAL",
@@ -42,41 +42,6 @@ UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _MONEY = re.compile(r"\$\s?\d|\b(budget|spend|afford)\b", re.I)
 """A buyer's turn that names a price or its budget."""
-
-
-def accepts_price(text: str, card: TaskCard) -> bool:
-    """Whether a sentence of ``text`` accepts the other side's price (the ``accept`` cues).
-
-    Per sentence (or line), so a cue anchored at the start (``^deal``) also matches a sentence
-    that opens a later part of the turn ("I offer $120. Deal: I accept $120.").
-    """
-    accept = card.cues.get("accept", ())
-    return any(p.search(sentence) for sentence in _SENTENCE_END.split(text.strip()) for p in accept)
-
-
-def states_deal(text: str, card: TaskCard, offered: float | None = None) -> bool:
-    """Whether a seller's reply states a deal.
-
-    It does when its stance is ``agree`` (``reply_agree`` cues), or when one of its sentences
-    accepts the buyer's price ``offered`` (the card's ``accept`` cues: a real seller accepts
-    an offer as a buyer accepts a price, "Deal: I accept $120.") and the reply names no other
-    price. Refusal cues win. Without an offer to accept, acceptance words are no deal: "I just
-    want this sold" in an opening that names the asking price is not one. The embedded seller
-    states its deals with ``reply_agree`` words ("Deal at $X"), so this reading changes
-    nothing for it.
-
-    Args:
-        text: The seller's reply.
-        card: The CB card (``reply_*`` and ``accept`` cues).
-        offered: The buyer's standing offer, if any.
-    """
-    stance = classify_stance(text, card)
-    if stance != "neutral" and stance != "positive":
-        return stance == "agree"
-    if offered is None or not accepts_price(text, card):
-        return False
-    said = offer_in(text, reference=offered)
-    return said is None or abs(said - offered) <= max(0.5, 0.01 * offered)
 
 
 @dataclasses.dataclass

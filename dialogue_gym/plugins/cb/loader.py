@@ -62,9 +62,13 @@ from dialogue_gym.data._io import (
 )
 from dialogue_gym.data.errors import CorpusError
 from dialogue_gym.data.records import Dialogue, Turn
+from dialogue_gym.plugins.cb.release import FOLDER_NAMES, RELEASE, TITLE
 
 __all__ = [
+    "FOLDER_NAMES",
     "FORMATS",
+    "RELEASE",
+    "TITLE",
     "detect",
     "load",
     "load_cocoa",
@@ -72,6 +76,7 @@ __all__ = [
     "load_ppdpp",
     "load_scenarios",
 ]
+
 
 CORPUS = "cb"
 FORMATS = ("cocoa", "hf", "ppdpp", "scenarios")

@@ -1,7 +1,7 @@
 """CraigslistBargain: the seller's bottom line, fitted on the train split.
 
 The seller's hidden bottom line is drawn per listing, as a fraction of the listing price, from
-a preset's ``floor_range`` (:class:`~dialogue_gym.users.seller_presets.SellerPreset`). This
+a preset's ``floor_range`` (:class:`~dialogue_gym.plugins.cb.seller_presets.SellerPreset`). This
 fitter grounds those ranges in the train split. The basis is, in order of preference:
 
 1. **deal prices** (``basis = "deal_price"``): deal price / listing price of the train

@@ -5,7 +5,7 @@ persuadee they find ``agree`` in a quarter of the dialogues although over half d
 would say five dollars", "okay don't worry I will donate" match no cue. This fitter learns the
 stance from the 300 annotated dialogues instead (``AnnotatedData/300_dialog.csv``, load with
 ``format="annotated"``), their TRAIN split only (P4G has no official split; the loader's id
-hash assigns 80/10/10, :func:`dialogue_gym.data.p4g.split_of`).
+hash assigns 80/10/10, :func:`dialogue_gym.plugins.p4g.loader.split_of`).
 
 Each persuadee turn (its sentences' ``ee_label_1`` acts, joined) is labelled with a stance by
 :func:`turn_stance`, the rule fixed before any held-out number was looked at:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from dialogue_gym.cards import CardError, TaskCard
 from dialogue_gym.prices import listing_period
 
-__all__ = ["Listing", "card_texts", "listing_bank", "price_step"]
+__all__ = ["Listing", "card_texts", "listing_bank", "listings_from_seeds", "price_step"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,3 +136,57 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
             )
         )
     return tuple(bank)
+
+
+# CraigslistBargain categories → the seller card's listing categories.
+_CB_CATEGORIES = {
+    "bike": "bikes",
+    "car": "cars",
+    "phone": "phones",
+    "housing": "housing",
+    "furniture": "furniture",
+    "electronics": "electronics",
+}
+
+
+def listings_from_seeds(card: TaskCard, seeds: Iterable[Any]) -> tuple[Any, ...]:
+    """One seller listing per CraigslistBargain seed: the real title, category and prices.
+
+    The listing price is the seller's target (``p_seller``) and the buyer's target is the
+    corpus's; the selling point, the admitted flaw and where the hidden bottom line sits come
+    from a bank listing of the same category chosen by a hash of the dialogue id. Seeds
+    without both prices are skipped.
+
+    Raises:
+        ValueError: No usable seeds.
+    """
+    bank = listing_bank(card)
+    by_category: dict[str, list[Any]] = {}
+    for listing in bank:
+        by_category.setdefault(listing.category, []).append(listing)
+    listings = []
+    for seed in seeds:
+        situation = seed.situation
+        price = situation.get("seller_target") or situation.get("listing_price")
+        target = situation.get("buyer_target")
+        if not price or not target or float(target) >= float(price):
+            continue
+        category = _CB_CATEGORIES.get(str(situation.get("category")), "")
+        pool = by_category.get(category) or list(bank)
+        digest = int(hashlib.sha256(f"cb/{seed.dialogue_id}".encode()).hexdigest()[:8], 16)
+        base = pool[digest % len(pool)]
+        title = (situation.get("title") or "").strip()
+        if not title:
+            title = str(situation.get("description") or base.title).split(".")[0][:80].strip()
+        listings.append(
+            dataclasses.replace(
+                base,
+                id=f"cb:{seed.dialogue_id}",
+                title=title,
+                price=float(price),
+                buyer_target=float(target),
+            )
+        )
+    if not listings:
+        raise ValueError(f"no corpus listings with prices to build {card.id} episodes from")
+    return tuple(listings)

@@ -57,27 +57,27 @@ from dialogue_gym.cards import CardError, TaskCard
 from dialogue_gym.cue_search import any_cue
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.prices import format_price, offer_in
-from dialogue_gym.stance import classify_stance
-from dialogue_gym.users.analysis import UtteranceAnalyzer
-from dialogue_gym.users.base import UserTurn
-from dialogue_gym.users.latent_state import toward_target
-from dialogue_gym.users.persona import Persona, persona_bank
-from dialogue_gym.users.seller_dynamics import (
+from dialogue_gym.plugins.cb.seller_dynamics import (
     RESOLVED,
     ArgumentProgress,
     SellerDynamics,
     TurnEffect,
     states_deal,
 )
-from dialogue_gym.users.seller_listings import Listing, card_texts, listing_bank, price_step
-from dialogue_gym.users.seller_presets import (
+from dialogue_gym.plugins.cb.seller_listings import Listing, card_texts, listing_bank, price_step
+from dialogue_gym.plugins.cb.seller_presets import (
     HARD,
     SELLER_PRESETS,
     SOFT,
     SellerPreset,
     seller_preset,
 )
+from dialogue_gym.prices import format_price, offer_in
+from dialogue_gym.stance import classify_stance
+from dialogue_gym.users.analysis import UtteranceAnalyzer
+from dialogue_gym.users.base import UserTurn
+from dialogue_gym.users.latent_state import toward_target
+from dialogue_gym.users.persona import Persona, persona_bank
 from dialogue_gym.users.wording import add_style, pick_unused
 
 # The listings and presets live in their own modules; their names stay importable from here.
@@ -530,7 +530,7 @@ class SellerUser(SellerDynamics):
         The state machine decides what a rational seller in this state would do (the returned
         stance and justification, which the rationality judge compares with the text), while
         the deal record follows what the external seller actually said: a stated deal with a
-        price (:func:`~dialogue_gym.users.seller_dynamics.states_deal`: agreement words, or
+        price (:func:`~dialogue_gym.plugins.cb.seller_dynamics.states_deal`: agreement words, or
         accepting the price this buyer turn offered, as in "Deal: I accept $120.") closes the
         deal at that price, and no stated deal leaves it open.
         """

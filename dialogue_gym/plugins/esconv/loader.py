@@ -49,9 +49,30 @@ from dialogue_gym.data._io import (
     walk,
 )
 from dialogue_gym.data.errors import CorpusError
+from dialogue_gym.data.fetch import Download, Release
 from dialogue_gym.data.records import Dialogue, Turn
 
 __all__ = ["FORMATS", "detect", "load", "load_hf", "load_original", "load_ppdpp"]
+
+
+TITLE = "ESConv"
+"""The corpus's title."""
+
+FOLDER_NAMES = ("esconv", "emotional-support-conversation", "emotional_support_conversation")
+"""The accepted names of its folder under a data root (compared case-insensitively); the first
+is canonical."""
+
+_ESCONV = "https://raw.githubusercontent.com/thu-coai/Emotional-Support-Conversation/main"
+
+RELEASE = Release(
+    downloads=(
+        Download(f"{_ESCONV}/ESConv.json", "esconv/ESConv.json"),
+        Download(f"{_ESCONV}/FailedESConv.json", "esconv/FailedESConv.json"),
+    ),
+    licence="CC BY-NC 4.0 (non-commercial, academic research use).",
+    homepage="https://github.com/thu-coai/Emotional-Support-Conversation",
+)
+"""The official release (``dialogue-gym data fetch esconv``)."""
 
 CORPUS = "esconv"
 FORMATS = ("hf", "ppdpp", "original")

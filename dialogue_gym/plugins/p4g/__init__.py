@@ -1,6 +1,6 @@
 """Persuasion for Good's plug-in (``envs/p4g.toml``: ``plugin = "dialogue_gym.plugins.p4g"``).
 
-* :meth:`P4GPlugin.stance_reader`: :class:`~dialogue_gym.calibration.p4g.PersuadeeReader`
+* :meth:`P4GPlugin.stance_reader`: :class:`~dialogue_gym.plugins.p4g.calibration.PersuadeeReader`
   from the shipped ``tables/p4g.json`` (Apache-2.0 data: the table ships).
 * :meth:`P4GPlugin.persona_layers` / :meth:`P4GPlugin.persona_background`: a persuadee pinned
   to a real P4G participant takes its layers from their survey (see
@@ -9,12 +9,18 @@
   affordability, low care → detachment, a rational decision style → efficacy) and the
   speaking style (extraversion → chatty, neuroticism → skeptical …); the initial willingness
   is the person's donation propensity fitted on the train split's surveys and donations
-  (:mod:`dialogue_gym.calibration.p4g_persona`), placed among the train persuadees' (quantile
+  (:mod:`dialogue_gym.plugins.p4g.persona`), placed among the train persuadees' (quantile
   q) as ``0.1 + 0.35 q`` — the range the card's bank draws from.
 * :meth:`P4GPlugin.profile_text`: the participant's demographics and survey scales for the
   BDI annotator (the donation left out).
 * :meth:`P4GPlugin.real_outcome`: success = the persuadee's actual donation (``B6``) > 0;
   amount = the donation.
+
+The package holds the task's code: the corpus loader (:mod:`~dialogue_gym.plugins.p4g.loader`),
+the persuadee stance and persuader ask/appeal readers
+(:mod:`~dialogue_gym.plugins.p4g.calibration`) and the donation propensity
+(:mod:`~dialogue_gym.plugins.p4g.persona`), with their shipped tables in ``tables/``; importing
+it registers their fitters (``p4g``, ``p4g-persona``).
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.calibration import p4g as p4g_calibration
-from dialogue_gym.calibration.p4g_persona import SURVEY_SCALES, donated, shipped_propensity
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.plugins._profile import number
+from dialogue_gym.plugins.p4g import calibration as p4g_calibration
+from dialogue_gym.plugins.p4g.persona import SURVEY_SCALES, donated, shipped_propensity
 from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 from dialogue_gym.users.persona import Persona
@@ -146,6 +152,12 @@ class P4GPlugin(TaskPlugin):
 
     validity_targets = MappingProxyType({"replay_auc": 0.60, "judge_auc": 0.65})
     """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
+    corpora = MappingProxyType({"p4g": "dialogue_gym.plugins.p4g.loader"})
+    """The corpus loader (:mod:`dialogue_gym.plugins.p4g.loader`)."""
+    ask_detectors = MappingProxyType({"p4g": p4g_calibration.shipped_ask_detector})
+    """The shipped ask detector (the card's ``[corpus] ask_reader = "p4g"``)."""
+    appeal_readers = MappingProxyType({"p4g": p4g_calibration.shipped_appeal_reader})
+    """The shipped appeal reader (the card's ``[corpus] appeal_reader = "p4g"``)."""
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None

@@ -3,7 +3,7 @@
 The presets' ``floor_range`` (where the hidden bottom line sits, × listing) is calibrated on
 CraigslistBargain's train split: it is read from the shipped table
 ``dialogue_gym/calibration/tables/cb.json``, which ``dialogue-gym data fit cb`` recomputes
-(:mod:`dialogue_gym.calibration.cb` states the rule: soft = the basis ratio's 10th-50th
+(:mod:`dialogue_gym.plugins.cb.calibration` states the rule: soft = the basis ratio's 10th-50th
 percentiles, hard = its 50th-90th). The other fields are the presets' own design.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from dialogue_gym.calibration import shipped_table
-from dialogue_gym.calibration.cb import seller_floor_range
 from dialogue_gym.cards import TaskCard
+from dialogue_gym.plugins.cb.calibration import seller_floor_range
 from dialogue_gym.users.presets import calibrated
 
 __all__ = ["HARD", "SELLER_PRESETS", "SOFT", "SellerPreset", "seller_preset"]

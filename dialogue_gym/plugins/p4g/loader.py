@@ -61,6 +61,7 @@ from dialogue_gym.data._io import (
     walk,
 )
 from dialogue_gym.data.errors import CorpusError
+from dialogue_gym.data.fetch import Download, Release
 from dialogue_gym.data.records import ACT_SEPARATOR, Dialogue, Turn
 
 __all__ = [
@@ -74,6 +75,28 @@ __all__ = [
     "read_info",
     "split_of",
 ]
+
+
+TITLE = "Persuasion for Good"
+"""The corpus's title."""
+
+FOLDER_NAMES = ("p4g", "persuasionforgood", "persuasion_for_good")
+"""The accepted names of its folder under a data root (compared case-insensitively); the first
+is canonical."""
+
+_P4G = "https://gitlab.com/ucdavisnlp/persuasionforgood/-/raw/master/data"
+
+RELEASE = Release(
+    downloads=(
+        Download(f"{_P4G}/FullData/full_dialog.csv", "p4g/FullData/full_dialog.csv"),
+        Download(f"{_P4G}/FullData/full_info.csv", "p4g/FullData/full_info.csv"),
+        Download(f"{_P4G}/AnnotatedData/300_dialog.xlsx", "p4g/AnnotatedData/300_dialog.xlsx"),
+        Download(f"{_P4G}/AnnotatedData/300_info.xlsx", "p4g/AnnotatedData/300_info.xlsx"),
+    ),
+    licence="Apache-2.0. The annotated .xlsx files need openpyxl (`pip install openpyxl`).",
+    homepage="https://gitlab.com/ucdavisnlp/persuasionforgood",
+)
+"""The official release (``dialogue-gym data fetch p4g``)."""
 
 CORPUS = "p4g"
 CHARITY = "Save the Children"

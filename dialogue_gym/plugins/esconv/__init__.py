@@ -1,10 +1,11 @@
 """ESConv's plug-in (``envs/esconv.toml``: ``plugin = "dialogue_gym.plugins.esconv"``).
 
-* :meth:`ESConvPlugin.stance_reader`: :class:`~dialogue_gym.calibration.esconv.SeekerReader`.
+* :meth:`ESConvPlugin.stance_reader`:
+  :class:`~dialogue_gym.plugins.esconv.calibration.SeekerReader`.
   The corpus is CC BY-NC 4.0, so no table ships: it is read from a table
   ``dialogue-gym data fit esconv --out DIR`` wrote, or fitted on the train dialogues given.
 * :meth:`ESConvPlugin.persona_layers`: a seeker pinned to a real ESConv dialogue
-  (:mod:`dialogue_gym.users.esconv_seeker`).
+  (:mod:`dialogue_gym.plugins.esconv.seeker`).
 * :meth:`ESConvPlugin.profile_text`: the emotion, problem and experience types, the initial
   emotion intensity and the seeker's situation, for the BDI annotator.
 * :meth:`ESConvPlugin.real_outcome`: success = *improved*, the seeker's emotion intensity fell
@@ -12,6 +13,14 @@
   ``FailedESConv.json`` dialogue without a final score counts as not improved (the collection
   dropped it as negative) with no amount; any other dialogue without both scores has no
   outcome.
+* :meth:`ESConvPlugin.held_out_split`: ``failed``, the validity benchmark's extra held-out
+  split (the dialogues of ``FailedESConv.json``).
+
+The package holds the task's code: the corpus loader
+(:mod:`~dialogue_gym.plugins.esconv.loader`), the seeker readers
+(:mod:`~dialogue_gym.plugins.esconv.calibration`; importing the package registers the
+``esconv`` fitter) and the seeker pinned to a real dialogue
+(:mod:`~dialogue_gym.plugins.esconv.seeker`).
 """
 
 from __future__ import annotations
@@ -21,15 +30,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.calibration import esconv as esconv_calibration
 from dialogue_gym.calibration import fit, load_table
 from dialogue_gym.cards import TaskCard
 from dialogue_gym.plugins._profile import clip
+from dialogue_gym.plugins.esconv import calibration as esconv_calibration
+from dialogue_gym.plugins.esconv.seeker import seeker_layers
 from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
-from dialogue_gym.users.esconv_seeker import seeker_layers
 
-__all__ = ["PLUGIN", "ESConvPlugin"]
+__all__ = ["FAILED", "PLUGIN", "ESConvPlugin"]
+
+FAILED = "failed"
+"""The held-out split of the dialogues ``FailedESConv.json`` holds."""
 
 
 def _intensity(value: object) -> int | None:
@@ -44,6 +56,17 @@ class ESConvPlugin(TaskPlugin):
 
     validity_targets = MappingProxyType({"replay_auc": 0.70, "judge_auc": 0.70})
     """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
+    corpora = MappingProxyType({"esconv": "dialogue_gym.plugins.esconv.loader"})
+    """The corpus loader (:mod:`dialogue_gym.plugins.esconv.loader`)."""
+
+    def held_out_split(self, corpus: str, split: str, data: str | Path | None) -> list[Any] | None:
+        """``failed``: the dialogues of ``FailedESConv.json`` (the collection dropped them)."""
+        if split != FAILED:
+            return None
+        from dialogue_gym.data import load_corpus  # the loaders load only when read
+
+        found = load_corpus(corpus, data, split="unsplit", format="original")
+        return [d for d in found if d.situation.get("failed")]
 
     def stance_reader(
         self, train: Sequence[DialogueRecord] = (), table: str | Path | None = None

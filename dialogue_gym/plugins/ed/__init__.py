@@ -8,6 +8,8 @@ stays generic (none).
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from dialogue_gym.plugins._profile import clip
 from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord
@@ -17,6 +19,9 @@ __all__ = ["PLUGIN", "EDPlugin"]
 
 class EDPlugin(TaskPlugin):
     """ED's hooks (see the module docstring)."""
+
+    corpora = MappingProxyType({"ed": "dialogue_gym.plugins.ed.loader"})
+    """The corpus loader (:mod:`dialogue_gym.plugins.ed.loader`)."""
 
     def profile_text(self, dialogue: DialogueRecord) -> str | None:
         """The emotion and the prompt the speaker was given."""

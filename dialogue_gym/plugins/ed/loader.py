@@ -52,6 +52,7 @@ from dialogue_gym.data._io import (
     walk,
 )
 from dialogue_gym.data.errors import CorpusError
+from dialogue_gym.data.fetch import Download, Release
 from dialogue_gym.data.records import Dialogue, Turn
 
 __all__ = [
@@ -63,6 +64,35 @@ __all__ = [
     "load_official",
     "read_splits",
 ]
+
+
+TITLE = "EmpatheticDialogues"
+"""The corpus's title."""
+
+FOLDER_NAMES = ("empathetic_dialogues", "empatheticdialogues", "ed")
+"""The accepted names of its folder under a data root (compared case-insensitively); the first
+is canonical."""
+
+_ED_DIR = FOLDER_NAMES[0]
+
+RELEASE = Release(
+    downloads=(
+        Download(
+            "https://dl.fbaipublicfiles.com/parlai/empatheticdialogues/empatheticdialogues.tar.gz",
+            f"{_ED_DIR}/empatheticdialogues.tar.gz",
+            members=tuple(
+                (
+                    f"empatheticdialogues/{split}.csv",
+                    f"{_ED_DIR}/empatheticdialogues/{split}.csv",
+                )
+                for split in ("train", "valid", "test")
+            ),
+        ),
+    ),
+    licence="CC BY-NC 4.0 (non-commercial).",
+    homepage="https://github.com/facebookresearch/EmpatheticDialogues",
+)
+"""The official release (``dialogue-gym data fetch ed``)."""
 
 CORPUS = "ed"
 FORMATS = ("official", "intents", "intents_unannotated")

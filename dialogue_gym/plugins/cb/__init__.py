@@ -6,14 +6,26 @@
   rule-based acts of the HF export; ``reject``/``quit`` = no deal); amount = the
   buyer-normalized utility of the offered price, for deals. Dialogues without these acts (the
   whole HF test split) have no outcome.
+* :meth:`CBPlugin.seed_users`: a buyer's episodes pinned to real listings (the seller plays a
+  listing, not a persona).
+
+The package holds the task's code: the corpus loader (:mod:`~dialogue_gym.plugins.cb.loader`,
+its release in :mod:`~dialogue_gym.plugins.cb.release`), the seller user model
+(:mod:`~dialogue_gym.plugins.cb.seller` on ``seller_dynamics``, ``seller_listings`` and
+``seller_presets``) and its calibrated floors (:mod:`~dialogue_gym.plugins.cb.calibration`,
+shipped table in ``tables/``; importing the package registers the ``cb`` fitter). The deal
+judge is generic (:mod:`dialogue_gym.judges.deal`): any negotiation card can name it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
+from typing import Any
 
-from dialogue_gym.calibration.cb import closing_offer
+from dialogue_gym.cards import TaskCard
 from dialogue_gym.plugins._profile import clip, number
+from dialogue_gym.plugins.cb.calibration import closing_offer
 from dialogue_gym.prices import buyer_utility
 from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, Outcome
@@ -26,6 +38,18 @@ class CBPlugin(TaskPlugin):
 
     validity_targets = MappingProxyType({"replay_auc": 0.80, "replay_rho": 0.60, "judge_auc": 0.90})
     """Issue 15's validity targets (:data:`dialogue_gym.validity.cells.TARGETS`)."""
+    corpora = MappingProxyType({"cb": "dialogue_gym.plugins.cb.loader"})
+    """The corpus loader (:mod:`dialogue_gym.plugins.cb.loader`)."""
+    user_models = MappingProxyType({"seller": "dialogue_gym.plugins.cb.seller:SellerUser"})
+    """The card's ``[task] user_model = "seller"`` (:mod:`dialogue_gym.plugins.cb.seller`)."""
+
+    def seed_users(
+        self, card: TaskCard, seeds: Sequence[Any]
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        """One seller listing per seed: the real title, category and prices."""
+        from dialogue_gym.plugins.cb.seller_listings import listings_from_seeds  # seller weight
+
+        return "listing", listings_from_seeds(card, seeds)
 
     def profile_text(self, dialogue: DialogueRecord) -> str | None:
         """The listing as the seller knows it (the buyer's target left out)."""

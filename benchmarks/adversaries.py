@@ -34,9 +34,9 @@ import time
 
 import torch
 
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.env.registry import registry
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.metrics import paired_bootstrap_diff, rc_success_within
-from dialogue_gym.registry import registry
 from dialogue_gym.testing.adversaries import ADVERSARIES
 
 

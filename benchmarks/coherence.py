@@ -34,9 +34,9 @@ from typing import Any
 
 import torch
 
-from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.evaluation import evaluate
-from dialogue_gym.registry import spec
+from dialogue_gym.cards.card import TaskCard, load_card
+from dialogue_gym.env.registry import spec
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.users.persona import Persona, persona_bank
 
 HARD_ENVS = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard", "CB-hard")

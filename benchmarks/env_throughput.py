@@ -31,7 +31,7 @@ import resource
 import time
 
 import dialogue_gym
-from dialogue_gym.agents import make_agent
+from dialogue_gym.evaluation.agents import make_agent
 from dialogue_gym.mind.encoders import MiniLMEncoder, make_encoder
 
 TARGET_ENV_RAW = 0.5

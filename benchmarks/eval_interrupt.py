@@ -37,7 +37,15 @@ NOISE = ("Traceback", "Bad file descriptor", "retrying", "Exception ignored")
 
 def command(setup: str, url: str, out: Path, concurrency: int) -> list[str]:
     """The ``eval`` command line of one set-up."""
-    argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard", "--encoder", "hashing"]
+    argv = [
+        sys.executable,
+        "-m",
+        "dialogue_gym.cli.commands",
+        "eval",
+        "P4G-hard",
+        "--encoder",
+        "hashing",
+    ]
     argv += ["--episodes", str(4 * concurrency), "--concurrency", str(concurrency)]
     argv += ["--out", str(out), "--no-progress"]
     if setup == "agent":

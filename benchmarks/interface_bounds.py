@@ -29,8 +29,8 @@ import argparse
 import time
 
 import dialogue_gym
+from dialogue_gym.env.wrappers import ConcernActions, StrategyActions
 from dialogue_gym.testing.move_search import interface_lines, scripted_rate
-from dialogue_gym.wrappers import ConcernActions, StrategyActions
 
 HARD = ("P4G-hard", "ESConv-hard", "ED-hard", "Merchant-hard", "Courier-hard")
 VIEWS = {"concern": ConcernActions, "strategy": StrategyActions}

@@ -27,7 +27,7 @@ trees (:mod:`dialogue_gym_agents.baselines.listening`); pass ``--agents`` to cho
 Each (env, agent) cell plays in every ``--modes`` (default all), since the executors and the
 vector envs were restructured too: ``lone`` (one env in this process), ``threads``
 (``concurrency=2``), ``vector`` (``num_envs=2``); and ``strategy`` adds one cell per env that
-plays the :class:`~dialogue_gym.wrappers.StrategyActions` view (what the planner and PPO train
+plays the :class:`~dialogue_gym.env.wrappers.StrategyActions` view (what the planner and PPO train
 on) with seeded random strategies, comparing every observation vector, reward and info.
 
 Each subprocess runs with ``PYTHONPATH=<tree>:<tree>/agents`` and ``OMP_NUM_THREADS=1``, and
@@ -196,8 +196,8 @@ def play_strategy_view(env_id: str, episodes: int, seed: int, encoder: str) -> l
     """Episodes of the env's StrategyActions view under seeded random strategies, every step."""
     import numpy as np
 
-    from dialogue_gym.registry import make
-    from dialogue_gym.wrappers import StrategyActions
+    from dialogue_gym.env.registry import make
+    from dialogue_gym.env.wrappers import StrategyActions
 
     env = StrategyActions(make(env_id, encoder=encoder))
     rng = np.random.default_rng(seed)
@@ -231,7 +231,7 @@ def run_cells(
     cells: Sequence[Cell], episodes: int, seed: int, encoder: str, tree: Path
 ) -> dict[str, Any]:
     """Plays every cell; ``{"env|agent|mode": {"records": [...]}}`` or ``{"error": ...}``."""
-    from dialogue_gym.evaluation import evaluate
+    from dialogue_gym.evaluation.run import evaluate
 
     results: dict[str, Any] = {}
     for env_id, agent, mode in cells:
@@ -263,7 +263,7 @@ def worker(args: argparse.Namespace) -> int:
     """Plays the cells in this process (its tree on the path) and writes them to ``--out``."""
     tree = Path(args.worker).resolve()
     isolate_imports(tree)
-    from dialogue_gym.registry import registry
+    from dialogue_gym.env.registry import registry
 
     env_ids = args.envs or sorted(registry)
     cells = (

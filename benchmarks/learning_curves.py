@@ -45,10 +45,10 @@ from typing import Any
 import numpy as np
 
 import dialogue_gym
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.wrappers import ConcernActions, StrategyActions
 from dialogue_gym.metrics import episode_sl
 from dialogue_gym.testing.move_search import interface_lines, random_records, scripted_records
-from dialogue_gym.wrappers import ConcernActions, StrategyActions
 from dialogue_gym_agents.common.rl import episode_outcomes
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
 from dialogue_gym_agents.common.tracking import read_scalars

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.testing.server import TestServer
 
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from dialogue_gym.evaluation import EPISODES_FILE, evaluate
+from dialogue_gym.evaluation.run import EPISODES_FILE, evaluate
 
 MIB = 1024 * 1024
 RSS_BUDGET = 50 * MIB

@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
 
     from dialogue_gym.calibration import fit
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.data import load_corpus
     from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.plugins.p4g.persona import (

@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.agents import make_agent
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.env.registry import make, registry, spec
+from dialogue_gym.evaluation.agents import make_agent
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.metrics.bootstrap import paired_bootstrap_diff
-from dialogue_gym.registry import make, registry, spec
 from dialogue_gym.testing.user_policies import USER_POLICIES, BlindUserPolicy
 from dialogue_gym.users.latent_state import success_stances
 from dialogue_gym_agents.dispatch import BAD_AGENT

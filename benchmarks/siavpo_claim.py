@@ -54,7 +54,7 @@ import torch
 
 import dialogue_gym
 from dialogue_gym import metrics
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym_agents.planner.train import PlannerConfig, train_planner
 from dialogue_gym_agents.siavpo.config import SiavpoConfig
 from dialogue_gym_agents.siavpo.train import train_siavpo

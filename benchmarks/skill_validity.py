@@ -43,12 +43,12 @@ import numpy as np
 import tomllib
 import torch
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.metrics.bootstrap import bootstrap_ci
 from dialogue_gym.metrics.rates import episode_sl
-from dialogue_gym.prices import format_price
 from dialogue_gym.testing.adversaries import ADVERSARIES
+from dialogue_gym.text.prices import format_price
 from dialogue_gym_agents.baselines.bargain import ScriptedBuyer
 from dialogue_gym_agents.baselines.listening import ListeningAgent
 from dialogue_gym_agents.baselines.reflection import second_person, story_sentences

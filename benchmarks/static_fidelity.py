@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.data import load_corpus
 from dialogue_gym.mind.minilm import MiniLMEncoder
 from dialogue_gym.mind.static import StaticEncoder, StaticRecipe

@@ -3,7 +3,7 @@
 Issue 18: on a shared 2-vCPU machine torch's default (one intra-op thread per core) made
 everything that encodes 5–40× slower than one thread, because the small MiniLM batches of an
 exchange spend more time synchronizing threads than computing, and a busy core stalls every
-parallel region. ``dialogue_gym.threads`` therefore applies one intra-op thread by default.
+parallel region. ``dialogue_gym.mind.threads`` therefore applies one intra-op thread by default.
 This script checks that choice on two workloads:
 
 1. **eval**: the quickstart evaluation — ``dialogue_gym.evaluate(["scripted"], ["P4G-hard"])``
@@ -15,7 +15,7 @@ Each workload runs twice, each time in a fresh Python process (torch's thread se
 process-wide and fixed once its pool starts): once with **torch's default** (the worker reads
 ``torch.get_num_threads()`` before dialogue_gym touches it and passes it on as
 ``DIALOGUE_GYM_THREADS``) and once with **the chosen default** (no thread variable set, so
-``dialogue_gym.threads.default_threads()`` decides). ``OMP_NUM_THREADS`` and
+``dialogue_gym.mind.threads.default_threads()`` decides). ``OMP_NUM_THREADS`` and
 ``MKL_NUM_THREADS`` are removed from both workers' environments. The chosen default runs first,
 so any warm-cache advantage goes to torch's default. Meanwhile ``--load`` busy-loop processes
 (one per core by default) compete for the CPU, as other jobs do on a shared machine; they are
@@ -68,7 +68,7 @@ def _ppo_workload(steps: int) -> None:
     from stable_baselines3 import PPO
 
     import dialogue_gym
-    from dialogue_gym.wrappers import StrategyActions
+    from dialogue_gym.env.wrappers import StrategyActions
 
     env = StrategyActions(dialogue_gym.make("P4G-hard"))
     PPO("MlpPolicy", env, seed=0, verbose=0).learn(total_timesteps=steps)
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
 
-    from dialogue_gym.threads import default_threads
+    from dialogue_gym.mind.threads import default_threads
 
     print(
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the run; "
@@ -226,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     with _without(THREAD_VARIABLES):
         chosen_threads = default_threads()
-    print(f"chosen default (dialogue_gym.threads.default_threads()): {chosen_threads} thread(s)")
+    print(
+        f"chosen default (dialogue_gym.mind.threads.default_threads()): {chosen_threads} thread(s)"
+    )
     measurements = []
     with competing_load(args.load):
         for workload in args.workloads:

@@ -4,7 +4,7 @@ For each N (1, 4, 16, 64 by default) this script measures, in one run:
 
 1. **independent**: N lone ``dialogue_gym.make(env)`` envs stepped one after the other (each
    reset again as soon as its episode ends) — what code without vectorization does;
-2. **vectorized**: ``dialogue_gym.vector.make_vec(env, N, autoreset_mode="same_step")`` stepped
+2. **vectorized**: ``dialogue_gym.env.vector.make_vec(env, N, autoreset_mode="same_step")`` stepped
    with the same actions (one batched encoding of the N utterances per step);
 
 and prints both rates and their ratio (target: >= 3x at N = 16 on 2 cores), the encoder and
@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 import dialogue_gym
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.vector import make_vec
 from dialogue_gym.mind.encoders import CachedEncoder, MiniLMEncoder
-from dialogue_gym.vector import make_vec
 
 
 def action_streams(card: TaskCard, n: int, seed: int, tag: str) -> Iterator[list[str]]:

@@ -9,19 +9,20 @@ Quick start::
 
 The catalog is data: every card TOML shipped in ``envs/`` (the package ``dialogue_gym.catalog``)
 registers ``<id>-soft-v0`` and ``<id>-hard-v0`` at import, described from the card's title and
-``[catalog]`` section (:mod:`dialogue_gym.tasks`). Third-party tasks register through the
-``dialogue_gym.envs`` entry points or ``"module:Task-hard-v0"`` ids (:mod:`dialogue_gym.registry`).
+``[catalog]`` section (:mod:`dialogue_gym.env.tasks`). Third-party tasks register through the
+``dialogue_gym.envs`` entry points or ``"module:Task-hard-v0"`` ids
+(:mod:`dialogue_gym.env.registry`).
 """
 
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from dialogue_gym.cards import builtin_cards
-from dialogue_gym.env import DialogueEnv
-from dialogue_gym.evaluation import EvalResult, evaluate
-from dialogue_gym.gym_views import register_views
-from dialogue_gym.mind import BDI, LatentSpace, RewardWeights
-from dialogue_gym.registry import (
+from dialogue_gym import _moved
+from dialogue_gym.cards.card import builtin_cards
+from dialogue_gym.env.dialogue_env import DialogueEnv
+from dialogue_gym.env.gym_views import register_views
+from dialogue_gym.env.registry import (
     EnvSpec,
     RegistryError,
     load_plugins,
@@ -32,8 +33,13 @@ from dialogue_gym.registry import (
     registry,
     spec,
 )
-from dialogue_gym.tasks import register_card, task_cards
+from dialogue_gym.env.tasks import register_card, task_cards
+from dialogue_gym.evaluation.run import EvalResult, evaluate
+from dialogue_gym.mind import BDI, LatentSpace, RewardWeights
 from dialogue_gym.version import __version__
+
+# The modules' old paths (dialogue_gym.journal, ...) keep importing, with a warning.
+_moved.install(sys.modules[__name__])
 
 # Every env registered from here on (the catalog below, plugins, register()) also gets its
 # Gymnasium views; wired here so that the registry does not import the views.

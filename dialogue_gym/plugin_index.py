@@ -1,7 +1,7 @@
 """The registered cards' plug-ins, and the entries they add to the core's tables.
 
-A card names its plug-in (``[task] plugin``, :mod:`dialogue_gym.task_plugin`);
-:func:`dialogue_gym.tasks.register_card` notes it here. A few tables of the core are open to
+A card names its plug-in (``[task] plugin``, :mod:`dialogue_gym.cards.task_plugin`);
+:func:`dialogue_gym.env.tasks.register_card` notes it here. A few tables of the core are open to
 the plug-ins: the corpus loaders (:data:`dialogue_gym.data.CORPORA`), the user models
 (:data:`dialogue_gym.users.USER_MODELS`), the learned ask and appeal readers a card can turn
 on (:data:`dialogue_gym.calibration.ASK_DETECTORS`, ``APPEAL_READERS``) and the calibration
@@ -46,7 +46,7 @@ def plugins(extra: str | None = None) -> Iterator[Any]:
     """The noted plug-ins (and ``extra``, a card's own), imported on first use.
 
     A plug-in that cannot be imported is passed over: its card reports it when an env of it
-    is made (:func:`dialogue_gym.task_plugin.plugin_of`).
+    is made (:func:`dialogue_gym.cards.task_plugin.plugin_of`).
     """
     for spec in [*_SPECS, *([extra] if extra is not None and extra not in _SPECS else [])]:
         try:

@@ -7,13 +7,13 @@ may import it. The types keep their public homes as re-exports: ``Encoder`` is s
 ``dialogue_gym.mind.encoders.Encoder``.
 
 * :class:`Encoder` — what a sentence encoder offers (the encoders in :mod:`dialogue_gym.mind`,
-  the text view in :mod:`dialogue_gym.text`, the users, the agents).
+  the text view in :mod:`dialogue_gym.text.view`, the users, the agents).
 * :class:`TaskLike` — a card as far as a per-task table needs it (``id``); the cards build
-  :class:`~dialogue_gym.card_sections.TaskTable` over :class:`~dialogue_gym.cards.TaskCard`.
+  :class:`~dialogue_gym.cards.sections.TaskTable` over :class:`~dialogue_gym.cards.card.TaskCard`.
 * :class:`Outcome` — what a real dialogue's participants reached (a task plug-in's
-  :meth:`~dialogue_gym.task_plugin.TaskPlugin.real_outcome`, the validity benchmark).
+  :meth:`~dialogue_gym.cards.task_plugin.TaskPlugin.real_outcome`, the validity benchmark).
 * :class:`StanceReader` — a learned reader of a real user's reply (a task plug-in's
-  :meth:`~dialogue_gym.task_plugin.TaskPlugin.stance_reader`, the embedded success judge).
+  :meth:`~dialogue_gym.cards.task_plugin.TaskPlugin.stance_reader`, the embedded success judge).
 * :class:`TurnRecord`, :class:`DialogueRecord` — a corpus dialogue as the calibration fitters
   read it (:mod:`dialogue_gym.calibration`); :mod:`dialogue_gym.data.records` has the records.
 """
@@ -58,9 +58,9 @@ class Encoder(Protocol):
 
     An encoder may also have the **optional** method ``visible_prefix(text: str) -> str``: the
     longest prefix of ``text`` that it actually reads (a transformer truncates to its maximum
-    sequence length). :func:`dialogue_gym.text.text_view` cuts every turn to that prefix, so
+    sequence length). :func:`dialogue_gym.text.view.text_view` cuts every turn to that prefix, so
     cue regexes and the price parser never read words the encoder cannot see; an encoder
-    without the method gets the first :data:`dialogue_gym.text.MAX_VIEW_CHARS` characters.
+    without the method gets the first :data:`dialogue_gym.text.view.MAX_VIEW_CHARS` characters.
     It is not a member of this protocol.
     """
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 
 GARDEN_CARD = r"""
 schema_version = 1
@@ -173,7 +173,7 @@ def main() -> None:
             if env_id not in dialogue_gym.registry:
                 dialogue_gym.register(
                     env_id,
-                    "dialogue_gym.env:DialogueEnv",
+                    "dialogue_gym.env.dialogue_env:DialogueEnv",
                     description=f"community garden volunteering; {preset} users",
                     card=str(path),
                     user=preset,

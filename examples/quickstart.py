@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 import dialogue_gym
-from dialogue_gym.agents import make_agent
+from dialogue_gym.evaluation.agents import make_agent
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 import dialogue_gym
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.realize import TemplateRealizer
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
 
 
 class RandomStrategyAgent:

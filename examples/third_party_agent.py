@@ -23,8 +23,8 @@ import re
 from typing import Any
 
 import dialogue_gym
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.realize import TemplateRealizer
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
 
 USER = 1  # observation["history"] speakers: 0 is the system (this agent), 1 the user
 

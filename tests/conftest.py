@@ -17,7 +17,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--evaluate-encoder",
         default=None,
         metavar="NAME",
-        help="run every dialogue_gym.evaluation.evaluate call of the suite with this encoder "
+        help="run every dialogue_gym.evaluation.run.evaluate call of the suite with this encoder "
         "unless the call names one (e.g. static: do the discrimination tests hold under it?)",
     )
 
@@ -38,14 +38,14 @@ def with_default_encoder(evaluate, encoder: str):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Before collection, so that test modules' `from dialogue_gym.evaluation import evaluate`
+    # Before collection, so that test modules' `from dialogue_gym.evaluation.run import evaluate`
     # already gets the wrapped function.
     encoder = config.getoption("--evaluate-encoder")
     if encoder:
-        import dialogue_gym.evaluation
+        import dialogue_gym.evaluation.run
 
-        dialogue_gym.evaluation.evaluate = with_default_encoder(
-            dialogue_gym.evaluation.evaluate, encoder
+        dialogue_gym.evaluation.run.evaluate = with_default_encoder(
+            dialogue_gym.evaluation.run.evaluate, encoder
         )
 
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.env.registry import registry
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.mind import make_encoder
-from dialogue_gym.registry import registry
 from dialogue_gym.testing.adversaries import ADVERSARIES, OpenLoopSearch, ZeroWidth
 from dialogue_gym.users import CognitiveUser, persona_bank
 from dialogue_gym.users.analysis import UtteranceAnalyzer
@@ -173,7 +173,7 @@ def test_adversaries_lose_to_the_scripted_agent_on_hard_users(env_id):
 def test_success_judge_views_are_independent_for_simulator_replies():
     """The stated view reads the reply's text even when the simulator wrote it: a reply that
     says no while the decision state says agree is not three agreeing votes."""
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.judges.base import Exchange
     from dialogue_gym.judges.embedded import StateSuccessJudge
     from dialogue_gym.users.base import UserTurn

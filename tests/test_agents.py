@@ -12,7 +12,9 @@ import textwrap
 import pytest
 
 import dialogue_gym
-from dialogue_gym.agents import (
+from dialogue_gym.backends import BackendError, CacheMiss
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation.agents import (
     Agent,
     AgentResolutionError,
     AsyncAgent,
@@ -21,9 +23,7 @@ from dialogue_gym.agents import (
     make_agent,
     parse_agent_option,
 )
-from dialogue_gym.backends import BackendError, CacheMiss
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import SUMMARY_FILE, evaluate
+from dialogue_gym.evaluation.run import SUMMARY_FILE, evaluate
 from dialogue_gym.llm.system_agent import (
     AGENT_COMPONENT,
     GENERIC_FALLBACK,
@@ -229,7 +229,7 @@ ENTRY_POINT_PACKAGE = {
 USE_INSTALLED = """
 import json
 import dialogue_gym
-from dialogue_gym.agents import agent_factory, available_agents
+from dialogue_gym.evaluation.agents import agent_factory, available_agents
 factory = agent_factory("myagent")
 result = dialogue_gym.evaluate(
     "myagent", "P4G-hard", episodes=2, env_kwargs={"encoder": "hashing"}, progress=False

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from dialogue_gym import annotate as annotate_module
-from dialogue_gym import cli
-from dialogue_gym.annotate import (
+from dialogue_gym.backends import BackendError, FakeBackend
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.cli import commands as cli
+from dialogue_gym.data.records import Dialogue, Turn
+from dialogue_gym.mentalizers import Student, Teacher
+from dialogue_gym.mentalizers import annotate as annotate_module
+from dialogue_gym.mentalizers.annotate import (
     annotate_corpus,
     annotation_prefixes,
     initial_prefix,
     prefix_history,
     profile_text,
 )
-from dialogue_gym.backends import BackendError, FakeBackend
-from dialogue_gym.cards import load_card
-from dialogue_gym.data.records import Dialogue, Turn
-from dialogue_gym.mentalizers import Student, Teacher
 from dialogue_gym.mentalizers.annotator import AnnotationError, BDIAnnotator
 from dialogue_gym.mentalizers.llm import LLMMentalizer, SilverCache
 from dialogue_gym.mind.bdi import BDI

@@ -11,7 +11,7 @@ from test_data import DATA, needs_data
 import dialogue_gym
 from dialogue_gym.calibration import APPEAL_READERS, CalibrationError, fit
 from dialogue_gym.calibration.text_reader import fit_softmax, fit_softmax_many
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.data import Dialogue, Turn, load_corpus
 from dialogue_gym.mind.encoders import HashingEncoder
 from dialogue_gym.plugins.p4g.calibration import APPEAL_ACTS, AppealReader, shipped_appeal_reader

@@ -10,7 +10,7 @@ from test_data import DATA, needs_data
 
 import dialogue_gym
 from dialogue_gym.calibration import ASK_DETECTORS, CalibrationError, fit, shipped_table
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.data import Dialogue, Turn, load_corpus
 from dialogue_gym.mind.encoders import HashingEncoder
 from dialogue_gym.plugins.p4g.calibration import ASK_ACTS, AskDetector, shipped_ask_detector

@@ -8,8 +8,8 @@ import pytest
 import tomllib
 
 import dialogue_gym
-from dialogue_gym.card_schema import CardError
-from dialogue_gym.cards import parse_card
+from dialogue_gym.cards.card import parse_card
+from dialogue_gym.cards.schema import CardError
 
 
 def test_brief_facts_reach_the_system_observation() -> None:

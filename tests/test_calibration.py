@@ -24,7 +24,7 @@ from dialogue_gym.calibration import (
     table_path,
     write_table,
 )
-from dialogue_gym.cli import main
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data import Dialogue, Turn, load_corpus
 from dialogue_gym.plugins.cb.calibration import (
     HARD_LEVELS,

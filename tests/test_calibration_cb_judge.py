@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.mind.encoders import make_encoder

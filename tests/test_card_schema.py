@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import CardError, builtin_cards, load_card, parse_card
-from dialogue_gym.registry import registry
+from dialogue_gym.cards.card import CardError, builtin_cards, load_card, parse_card
+from dialogue_gym.env.registry import registry
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -26,14 +26,14 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym import metrics
-from dialogue_gym.cards import CardError, load_card, parse_card
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, evaluate
+from dialogue_gym.cards.card import CardError, load_card, parse_card
+from dialogue_gym.evaluation.run import EPISODES_FILE, SUMMARY_FILE, evaluate
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.plugins.cb.seller import HARD, Listing, SellerUser
-from dialogue_gym.prices import asking_price_in, format_price, mask_prices, offer_in
 from dialogue_gym.report import csv_table, html_report, load_run, markdown_table
+from dialogue_gym.text.prices import asking_price_in, format_price, mask_prices, offer_in
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
 
@@ -264,7 +264,7 @@ def test_no_sl_outside_negotiation(p4g_run):
 
 
 def test_cli_table_shows_sl_for_cb(tmp_path, capsys):
-    from dialogue_gym.cli import main
+    from dialogue_gym.cli.commands import main
 
     args = ["eval", "CB-hard", "--agent", EXPLOIT, "--agent", "scripted", "--episodes", "2"]
     code = main([*args, "--encoder", "hashing", "--no-progress", "--out", str(tmp_path / "run")])

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from test_evaluation import PERSUASIVE, SOFT_ID, TINY_ID, agent, install_tiny
 
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE
-from dialogue_gym.journal import MANIFEST_FILE
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation.journal import MANIFEST_FILE
+from dialogue_gym.evaluation.run import EPISODES_FILE, SUMMARY_FILE
 
 
 @pytest.fixture
@@ -291,7 +291,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
     no BrokenPipeError traceback."""
     import subprocess
 
-    code = "import sys; from dialogue_gym.cli import main; sys.exit(main(['list']))"
+    code = "import sys; from dialogue_gym.cli.commands import main; sys.exit(main(['list']))"
     script = (
         f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} | true; echo rc=${{PIPESTATUS[0]}}"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import load_benchmark
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.users.persona import persona_bank
 
 

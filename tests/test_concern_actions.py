@@ -9,9 +9,15 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.env.wrappers import BargainMoves, ConcernActions, ListeningMoves
+from dialogue_gym.env.wrappers.bargain_moves import (
+    PRICE_FEATURES,
+    PriceState,
+    buyer_target_fraction,
+    round_offer,
+)
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym.prices import asking_price_in, format_price, offer_in
 from dialogue_gym.testing.move_search import (
     best_fixed_sequence,
     clairvoyant_search,
@@ -19,14 +25,8 @@ from dialogue_gym.testing.move_search import (
     interface_lines,
     play_moves,
 )
+from dialogue_gym.text.prices import asking_price_in, format_price, offer_in
 from dialogue_gym.users.analysis import UtteranceAnalyzer
-from dialogue_gym.wrappers import BargainMoves, ConcernActions, ListeningMoves
-from dialogue_gym.wrappers.bargain_moves import (
-    PRICE_FEATURES,
-    PriceState,
-    buyer_target_fraction,
-    round_offer,
-)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.checkers import (
+from dialogue_gym.env.checkers import (
     SEAT_MODES,
     VIEWS,
     check_determinism,
@@ -27,7 +27,7 @@ from dialogue_gym.checkers import (
     first_difference,
     seat_mode_kwargs,
 )
-from dialogue_gym.wrappers import SingleAgent
+from dialogue_gym.env.wrappers import SingleAgent
 
 ENV_IDS = sorted(dialogue_gym.registry)
 FAST: dict[str, Any] = {"encoder": "hashing"}

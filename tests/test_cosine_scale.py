@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import builtin_cards, load_card
+from dialogue_gym.cards.card import builtin_cards, load_card
 from dialogue_gym.mind.cosine_scale import (
     CosineMap,
     calibration_texts,
@@ -97,7 +97,7 @@ class _Scaled:
 
 
 def test_wrappers_forward_to_the_inner_map() -> None:
-    from dialogue_gym.vector.batching import BatchingEncoder, StepRounds
+    from dialogue_gym.env.vector.batching import BatchingEncoder, StepRounds
 
     assert CachedEncoder(_Scaled()).to_reference_cosine(0.8) == pytest.approx(0.4)
     batching = BatchingEncoder(CachedEncoder(_Scaled()), StepRounds())

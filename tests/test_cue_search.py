@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from dialogue_gym.cards import builtin_cards, load_card
-from dialogue_gym.cue_search import CueIndex, CueText, any_cue, required_literals
+from dialogue_gym.cards.card import builtin_cards, load_card
+from dialogue_gym.text.cue_search import CueIndex, CueText, any_cue, required_literals
 
 
 def _families(card: object) -> list[tuple[re.Pattern[str], ...]]:

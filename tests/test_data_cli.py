@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_data import DATA, ESCONV_RECORD, jsonl, needs_data, write
 
-from dialogue_gym.cli import main
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data.fetch import BASE_ENV_VAR, RELEASES
 
 UNREACHABLE = "http://127.0.0.1:9/"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_data import ESCONV_RECORD, jsonl, write
 
-from dialogue_gym.cli import main
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data import CorpusError
 from dialogue_gym.data import _io as io_module
 from dialogue_gym.data._io import iter_json_container, iter_jsonl

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.evaluation.run import evaluate
 
 EPISODES = 100
 

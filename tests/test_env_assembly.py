@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
-from dialogue_gym.env import DialogueEnv
-from dialogue_gym.env_components import assemble_env
-from dialogue_gym.env_parts import EnvOptions, EnvParts, Judges, LLMLink, Mind, Seats
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.env.components import assemble_env
+from dialogue_gym.env.dialogue_env import DialogueEnv
+from dialogue_gym.env.parts import EnvOptions, EnvParts, Judges, LLMLink, Mind, Seats
 from dialogue_gym.judges import default_success_judge
 from dialogue_gym.judges.embedded import StateRationalityJudge
 from dialogue_gym.mentalizers import OracleTeacher
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.mind.latent import LatentSpace, RewardWeights
-from dialogue_gym.threads import THREADS_ENV
+from dialogue_gym.mind.threads import THREADS_ENV
 from dialogue_gym.users import build_user
 from dialogue_gym.users.cognitive import CognitiveUser
 
@@ -183,7 +183,7 @@ def test_a_subclass_entry_point_is_assembled_too() -> None:
         pass
 
     spec = dialogue_gym.spec("P4G-hard")
-    from dialogue_gym.registry import EnvSpec, make, registry
+    from dialogue_gym.env.registry import EnvSpec, make, registry
 
     registry["Mine-hard-v0"] = EnvSpec("Mine-hard-v0", Mine, dict(spec.kwargs))
     try:
@@ -231,8 +231,8 @@ def test_parts_are_typed_records() -> None:
 def test_an_explicit_thread_count_survives_loading_the_encoder(
     torch_threads, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dialogue_gym import env_components
-    from dialogue_gym.threads import apply_threads
+    from dialogue_gym.env import components as env_components
+    from dialogue_gym.mind.threads import apply_threads
 
     def loading(name: Any) -> Any:  # what loading MiniLM does: apply the default (one)
         apply_threads()

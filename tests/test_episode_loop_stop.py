@@ -1,4 +1,4 @@
-"""Stopping the threaded episode loop (:func:`dialogue_gym.episode_loop.run_threaded`).
+"""Stopping the threaded episode loop (:func:`dialogue_gym.evaluation.episode_loop.run_threaded`).
 
 The CLI's Ctrl-C test (``test_eval_reliability``) checks the same promise end to end over a
 real HTTP server; these check the loop itself, with the two situations that once let episodes
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dialogue_gym.episode_loop import EpisodeStopped, Job, run_threaded
+from dialogue_gym.evaluation.episode_loop import EpisodeStopped, Job, run_threaded
 
 STEP_SECONDS = 0.02
 STEPS = 100  # an episode takes about 2 s

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.data import Dialogue, Turn, load_corpus, seeds_from
+from dialogue_gym.env.registry import make
 from dialogue_gym.plugins.esconv import seeker as esconv_seeker
 from dialogue_gym.plugins.esconv.seeker import (
     TRAIN_INTENSITY_COUNTS,
@@ -24,7 +25,6 @@ from dialogue_gym.plugins.esconv.seeker import (
     intensity_quantile,
     seeker_layers,
 )
-from dialogue_gym.registry import make
 from dialogue_gym.users.corpus import personas_from_seeds
 from dialogue_gym.users.persona import STRENGTH_RANGE, WILLINGNESS_RANGE, Persona, persona_bank
 

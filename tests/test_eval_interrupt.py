@@ -24,9 +24,9 @@ from test_eval_reliability import _interruptible, _record_count
 from test_evaluation import read_jsonl
 
 from dialogue_gym.backends import BackendError, make_backend
-from dialogue_gym.evaluation import EPISODES_FILE
+from dialogue_gym.evaluation.run import EPISODES_FILE
+from dialogue_gym.mind.threads import DaemonPool
 from dialogue_gym.testing.server import TestServer
-from dialogue_gym.threads import DaemonPool
 
 SLOW = 60.0
 """Seconds each slow request takes: far longer than stopping may take on a loaded machine."""
@@ -39,7 +39,7 @@ NOISE = ("Traceback", "Bad file descriptor", "retrying", "Exception ignored")
 
 
 def _argv(url: str, out: Path) -> list[str]:
-    argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard"]
+    argv = [sys.executable, "-m", "dialogue_gym.cli.commands", "eval", "P4G-hard"]
     argv += ["--agent", "openai:test-model", "--base-url", url, "--encoder", "hashing"]
     argv += ["--episodes", str(EPISODES), "--concurrency", str(CONCURRENCY), "--out", str(out)]
     return [*argv, "--env-option", "max_exchanges=2", "--no-progress"]
@@ -156,7 +156,7 @@ def test_daemon_pool_runs_like_an_executor() -> None:
 
 def test_daemon_pool_threads_never_hold_up_the_exit() -> None:
     # A ThreadPoolExecutor's thread would keep this interpreter alive for ten minutes.
-    code = "import time\nfrom dialogue_gym.threads import DaemonPool\n"
+    code = "import time\nfrom dialogue_gym.mind.threads import DaemonPool\n"
     code += "DaemonPool(2).submit(time.sleep, 600)\ntime.sleep(0.1)\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
     assert done.returncode == 0 and not done.stderr, done.stderr.decode()

@@ -27,14 +27,14 @@ import pytest
 from test_evaluation import PERSUASIVE, agent, install_tiny, read_jsonl
 from test_report import episode
 
-from dialogue_gym import journal
 from dialogue_gym.backends.cache import CacheFileError
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import EPISODES_FILE, METRIC_FIELDS, SUMMARY_FILE, evaluate
-from dialogue_gym.journal import JournalWriteError, OutDirError
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation import journal
+from dialogue_gym.evaluation.journal import JournalWriteError, OutDirError
+from dialogue_gym.evaluation.run import EPISODES_FILE, METRIC_FIELDS, SUMMARY_FILE, evaluate
+from dialogue_gym.evaluation.run_config import ConfigMismatchError
 from dialogue_gym.report import csv_table, load_run
-from dialogue_gym.run_config import ConfigMismatchError
 from dialogue_gym.testing.server import TestServer
 
 
@@ -136,7 +136,7 @@ def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
     threads, total = 4, 12
     with TestServer(latency=LATENCY) as server:  # echo replies
         out = tmp_path / "run"
-        argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard"]
+        argv = [sys.executable, "-m", "dialogue_gym.cli.commands", "eval", "P4G-hard"]
         argv += ["--agent", "openai:test-model", "--base-url", server.url, "--encoder", "hashing"]
         argv += ["--episodes", str(total), "--concurrency", str(threads), "--out", str(out)]
         argv += ["--env-option", f"max_exchanges={EXCHANGES}", "--no-progress"]
@@ -178,7 +178,15 @@ def test_sigint_with_concurrency_starts_no_new_episode(tmp_path: Path) -> None:
 
 def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "dialogue_gym.cli", "eval", "P4G-hard", "--agent", "scripted"]
+    argv = [
+        sys.executable,
+        "-m",
+        "dialogue_gym.cli.commands",
+        "eval",
+        "P4G-hard",
+        "--agent",
+        "scripted",
+    ]
     argv += ["--agent-option", "encoder=hashing", "--encoder", "hashing", "--no-progress"]
     argv += ["--episodes", "5000", "--concurrency", "2", "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -260,7 +268,7 @@ def test_resume_with_other_agent_options_is_refused_naming_the_option(
 def test_a_path_option_spelled_otherwise_is_refused_with_a_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dialogue_gym.run_config import ConfigMismatchError, check_settings
+    from dialogue_gym.evaluation.run_config import ConfigMismatchError, check_settings
 
     (tmp_path / "ckpt").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -389,7 +397,7 @@ def test_retry_errored_replays_errored_episodes_on_resume(
 def test_agent_errors_keep_the_traceback_and_show_the_first_line(
     tiny_id: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="dialogue_gym.evaluation"):
+    with caplog.at_level(logging.WARNING, logger="dialogue_gym.evaluation.run"):
         result = evaluate(agent("Flaky"), tiny_id, episodes=2, progress=False)
     _, errored = result.records
     assert errored["error"] == "RuntimeError: backend timed out"

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import pytest
 from test_evaluation import PERSUASIVE, Persuader, agent, install_tiny
 
-from dialogue_gym.agents import accepts_card, agent_sources, build_agent, make_agent
-from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import TaskCard, load_card
+from dialogue_gym.evaluation.agents import accepts_card, agent_sources, build_agent, make_agent
+from dialogue_gym.evaluation.run import evaluate
 
 PLAIN = textwrap.dedent(
     """

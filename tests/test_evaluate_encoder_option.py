@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import with_default_encoder
 
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.evaluation.run import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 

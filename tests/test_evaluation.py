@@ -1,4 +1,4 @@
-"""Tests for dialogue_gym.evaluation: records, resume after a crash, errors, validation.
+"""Tests for dialogue_gym.evaluation.run: records, resume after a crash, errors, validation.
 
 The tests run against a tiny task card written here (two concerns, a four-exchange budget)
 and a three-persona pool, with the hashing encoder, so they do not depend on the shipped
@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 import dialogue_gym
-from dialogue_gym.agents import AgentResolutionError
-from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.env import DialogueEnv
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, EvalResult, evaluate
-from dialogue_gym.journal import MANIFEST_FILE
+from dialogue_gym.cards.card import TaskCard, load_card
+from dialogue_gym.env.dialogue_env import DialogueEnv
+from dialogue_gym.env.registry import EnvSpec, RegistryError, registry
+from dialogue_gym.evaluation.agents import AgentResolutionError
+from dialogue_gym.evaluation.journal import MANIFEST_FILE
+from dialogue_gym.evaluation.run import EPISODES_FILE, SUMMARY_FILE, EvalResult, evaluate
 from dialogue_gym.judges.base import Judgment
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym.registry import EnvSpec, RegistryError, registry
 from dialogue_gym.users.cognitive import CognitiveUser
 from dialogue_gym.users.persona import Persona
 

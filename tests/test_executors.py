@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dialogue_gym.evaluation import EPISODES_FILE, evaluate
+from dialogue_gym.evaluation.run import EPISODES_FILE, evaluate
 
 ray = pytest.importorskip("ray", reason="the Ray executor's test needs ray (test extra)")
 

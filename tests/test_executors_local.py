@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dialogue_gym.agents import agent_sources
-from dialogue_gym.episode_loop import Job
-from dialogue_gym.executors import (
+from dialogue_gym.env.registry import make
+from dialogue_gym.evaluation.agents import agent_sources
+from dialogue_gym.evaluation.episode_loop import Job
+from dialogue_gym.evaluation.executors import (
     Executor,
     LoneEnvExecutor,
     PairSetup,
@@ -19,7 +20,6 @@ from dialogue_gym.executors import (
     ThreadExecutor,
     VectorExecutor,
 )
-from dialogue_gym.registry import make
 
 ENV_ID = "P4G-hard"
 ENV_KWARGS = {"encoder": "hashing"}
@@ -122,7 +122,7 @@ class _Echoing:
 
 def test_vector_agents_share_their_sub_envs_encoder_and_its_batches(monkeypatch) -> None:
     """Agents get the sub-env's encoder, and their encodes are batched like the sub-envs'."""
-    from dialogue_gym.vector.batching import BatchingEncoder
+    from dialogue_gym.env.vector.batching import BatchingEncoder
 
     batch_sizes: list[int] = []
     original = BatchingEncoder._encode_lists

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from dialogue_gym.cli import _parser
+from dialogue_gym.cli.commands import _parser
 from dialogue_gym_agents.common.config import parse_config
 from dialogue_gym_agents.masp.config import MASPConfig
 from dialogue_gym_agents.sft.lora import LoraSFTConfig

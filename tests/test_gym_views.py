@@ -15,9 +15,14 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 import dialogue_gym
-from dialogue_gym.gym_views import NAMESPACE, gymnasium_ids, register_views
-from dialogue_gym.vector import ConcernVectorEnv, SingleAgentVectorEnv, StrategyVectorEnv, make_vec
-from dialogue_gym.wrappers import ConcernActions, SingleAgent, StrategyActions
+from dialogue_gym.env.gym_views import NAMESPACE, gymnasium_ids, register_views
+from dialogue_gym.env.vector import (
+    ConcernVectorEnv,
+    SingleAgentVectorEnv,
+    StrategyVectorEnv,
+    make_vec,
+)
+from dialogue_gym.env.wrappers import ConcernActions, SingleAgent, StrategyActions
 
 FAST = {"encoder": "hashing"}
 IDS = sorted(dialogue_gym.registry)
@@ -48,7 +53,7 @@ def test_import_registers_in_a_fresh_process():
     code = (
         "import gymnasium, dialogue_gym, importlib;"
         "n = sum(k.startswith('dialogue_gym/') for k in gymnasium.registry);"
-        "importlib.reload(dialogue_gym.gym_views); dialogue_gym.gym_views.register_views();"
+        "importlib.reload(dialogue_gym.env.gym_views); dialogue_gym.env.gym_views.register_views();"
         "m = sum(k.startswith('dialogue_gym/') for k in gymnasium.registry);"
         "print(n, m, len(dialogue_gym.registry))"
     )
@@ -60,7 +65,9 @@ def test_import_registers_in_a_fresh_process():
 
 
 def test_a_later_registration_gets_its_views():
-    dialogue_gym.register("P4G-hard-v9", "dialogue_gym.env:DialogueEnv", card="p4g", user="hard")
+    dialogue_gym.register(
+        "P4G-hard-v9", "dialogue_gym.env.dialogue_env:DialogueEnv", card="p4g", user="hard"
+    )
     try:
         env = gymnasium.make("dialogue_gym/P4G-hard-Strategy-v9", **FAST)
         assert env.unwrapped.par_env.spec.id == "P4G-hard-v9"

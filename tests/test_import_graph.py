@@ -250,25 +250,27 @@ def test_type_checking_imports_are_edges() -> None:
         "from typing import TYPE_CHECKING\n"
         "import typing\n"
         "if TYPE_CHECKING:\n"
-        "    from dialogue_gym.cards import TaskCard\n"
+        "    from dialogue_gym.cards.card import TaskCard\n"
         "if typing.TYPE_CHECKING:\n"
         "    import dialogue_gym.mind.encoders\n"
     )
     found = {source for source, _ in _imported_names(ast.parse(source), "dialogue_gym")}
-    assert {"dialogue_gym.cards", "dialogue_gym.mind.encoders"} <= found
+    assert {"dialogue_gym.cards.card", "dialogue_gym.mind.encoders"} <= found
 
 
 def test_a_type_checking_cycle_fails() -> None:
     """A cycle closed only by a ``TYPE_CHECKING`` import is a cycle (three were, until issue 36)."""
     graph = import_graph()
     # Each of these closed a cycle through a TYPE_CHECKING import (calibration <-> data as parts).
-    assert "dialogue_gym.cards" not in graph["dialogue_gym.card_sections"]
-    assert "dialogue_gym.mind.encoders" not in graph["dialogue_gym.text"]
+    assert "dialogue_gym.cards.card" not in graph["dialogue_gym.cards.sections"]
+    assert "dialogue_gym.mind.encoders" not in graph["dialogue_gym.text.view"]
     assert not {
         m for m in graph["dialogue_gym.calibration.fit"] if m.startswith("dialogue_gym.data")
     }
     planted = {name: set(edges) for name, edges in graph.items()}
-    planted["dialogue_gym.card_sections"].add("dialogue_gym.cards")  # the old TYPE_CHECKING edge
+    planted["dialogue_gym.cards.sections"].add(
+        "dialogue_gym.cards.card"
+    )  # the old TYPE_CHECKING edge
     with pytest.raises(AssertionError, match="import cycles"):
         _check_cycles(planted, KNOWN_MODULE_CYCLES)
 
@@ -279,19 +281,19 @@ def test_shared_types_import_nothing_of_the_package() -> None:
 
 def test_stance_reader_is_neutral() -> None:
     graph = import_graph()
-    assert not {part_of(t) for t in graph["dialogue_gym.stance"]} & {
+    assert not {part_of(t) for t in graph["dialogue_gym.cards.stance"]} & {
         "dialogue_gym.users",
         "dialogue_gym.judges",
     }
+    from dialogue_gym.cards.stance import classify_stance
     from dialogue_gym.judges import embedded
-    from dialogue_gym.stance import classify_stance
 
     assert embedded.classify_stance is classify_stance
 
 
 # Public names that moved when a module was split, by the module they are still imported from.
 SPLIT_MODULES_PUBLIC_NAMES = {
-    "dialogue_gym.vector": [
+    "dialogue_gym.env.vector": [
         "AUTORESET_MODES",
         "BatchingBackend",
         "BatchingEncoder",
@@ -313,7 +315,7 @@ SPLIT_MODULES_PUBLIC_NAMES = {
         "price_step",
         "seller_preset",
     ],
-    "dialogue_gym.prices": ["PriceMention", "extract_prices", "offer_in", "mask_prices"],
+    "dialogue_gym.text.prices": ["PriceMention", "extract_prices", "offer_in", "mask_prices"],
     "dialogue_gym.testing.server": ["Fault", "RequestRecord", "TestServer", "main"],
     "dialogue_gym.backends": ["make_backend", "OpenAIBackend"],
     "dialogue_gym.judges": ["classify_stance"],

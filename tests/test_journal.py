@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from test_evaluation import agent, install_tiny
 
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import EPISODES_FILE, evaluate
-from dialogue_gym.journal import (
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation.journal import (
     JournalError,
     JournalReader,
     RunLock,
@@ -22,6 +21,7 @@ from dialogue_gym.journal import (
     supersedes,
     write_json,
 )
+from dialogue_gym.evaluation.run import EPISODES_FILE, evaluate
 from dialogue_gym.report import ReportError, load_run
 
 

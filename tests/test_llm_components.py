@@ -11,7 +11,7 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.backends import BackendError, FakeBackend, GenerationParams
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges.base import Exchange, Judgment
 from dialogue_gym.judges.deal import DealJudgment
 from dialogue_gym.judges.llm import LLMRationalityJudge, LLMSuccessJudge

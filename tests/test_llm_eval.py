@@ -4,7 +4,7 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.backends import CacheMiss
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.testing.server import TestServer
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.backends import FakeBackend
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.llm import LLMRationalityJudge, LLMSuccessJudge
 from dialogue_gym.llm import parsing, prompts

@@ -29,9 +29,9 @@ import torch
 from tiny_lm import build_tiny_model
 
 import dialogue_gym
-from dialogue_gym.agents import make_agent
-from dialogue_gym.cards import load_card
-from dialogue_gym.cli import main
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation.agents import make_agent
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,

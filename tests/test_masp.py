@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
-from dialogue_gym.env import DialogueEnv
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.env.dialogue_env import DialogueEnv
+from dialogue_gym.env.wrappers.concern_actions import ListeningMoves
 from dialogue_gym.mind import BDI, LatentSpace, make_encoder
-from dialogue_gym.wrappers.concern_actions import ListeningMoves
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,

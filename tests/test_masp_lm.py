@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from tiny_lm import build_tiny_model
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,

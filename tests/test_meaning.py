@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import builtin_cards, load_card
-from dialogue_gym.env_reveal import public_events
+from dialogue_gym.cards.card import builtin_cards, load_card
+from dialogue_gym.env.reveal import public_events
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users.meaning import (
     ACTS,

@@ -26,7 +26,7 @@ from dialogue_gym.calibration import (
     shipped_table,
     write_table,
 )
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.data import Dialogue, load_corpus, seeds_from
 from dialogue_gym.plugins.p4g.persona import (
     SURVEY_FIELDS,

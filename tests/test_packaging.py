@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SMOKE = """
 import dialogue_gym
-from dialogue_gym.cards import builtin_cards
-from dialogue_gym.agents import available_agents
+from dialogue_gym.cards.card import builtin_cards
+from dialogue_gym.evaluation.agents import available_agents
 assert "site-packages" in dialogue_gym.__file__, dialogue_gym.__file__
 assert "p4g" in builtin_cards()
 from dialogue_gym.calibration.fit import shipped_table

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_evaluation import PERSUASIVE, TINY_ID, install_tiny
 
-from dialogue_gym.cli import main
-from dialogue_gym.play_replay import read_transcript, replay
-from dialogue_gym.registry import make
+from dialogue_gym.cli.commands import main
+from dialogue_gym.cli.play_replay import read_transcript, replay
+from dialogue_gym.env.registry import make
 
 HIDDEN = "===== the hidden state ====="
 TURN = "===== your turn: exchange"

@@ -1,10 +1,10 @@
-"""Price extraction, the offer of a turn, and buyer utility (dialogue_gym.prices)."""
+"""Price extraction, the offer of a turn, and buyer utility (dialogue_gym.text.prices)."""
 
 import math
 
 import pytest
 
-from dialogue_gym.prices import (
+from dialogue_gym.text.prices import (
     PriceMention,
     asking_price_in,
     buyer_utility,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dialogue_gym import journal
-from dialogue_gym.evaluation import evaluate
-from dialogue_gym.journal import JournalWriteError
+from dialogue_gym.evaluation import journal
+from dialogue_gym.evaluation.journal import JournalWriteError
+from dialogue_gym.evaluation.run import evaluate
 
 ray = pytest.importorskip("ray", reason="the Ray executor's test needs ray (test extra)")
 

@@ -86,8 +86,8 @@ def test_minilm_cosines_are_bit_identical_to_the_old_function() -> None:
 
 
 def test_the_shipped_encoders_are_encoders_with_the_default_or_a_map() -> None:
+    from dialogue_gym.env.vector.batching import BatchingEncoder
     from dialogue_gym.mind.static import StaticEncoder
-    from dialogue_gym.vector.batching import BatchingEncoder
 
     for cls in (HashingEncoder, MiniLMEncoder, StaticEncoder, CachedEncoder, BatchingEncoder):
         assert Encoder in cls.__mro__, cls  # explicit subclasses: they inherit the default
@@ -148,8 +148,8 @@ def test_on_reference_scale_has_one_definition_and_no_caller() -> None:
     assert callers == []  # every reader calls encoder.to_reference_cosine
     # Defined once as the default, once as the static map, and forwarded by the two wrappers.
     assert sorted(methods) == [
+        "dialogue_gym/env/vector/batching.py",
         "dialogue_gym/mind/encoders.py",
         "dialogue_gym/mind/static.py",
         "dialogue_gym/types.py",
-        "dialogue_gym/vector/batching.py",
     ]

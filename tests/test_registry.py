@@ -2,14 +2,16 @@ import gymnasium
 import pytest
 
 import dialogue_gym
-from dialogue_gym.gym_views import gymnasium_ids
-from dialogue_gym.registry import EnvSpec, RegistryError
+from dialogue_gym.env.gym_views import gymnasium_ids
+from dialogue_gym.env.registry import EnvSpec, RegistryError
 
 
 def test_ids_and_latest_version_resolution():
     assert {"P4G-soft-v0", "P4G-hard-v0"} <= set(dialogue_gym.registry)
     assert dialogue_gym.spec("P4G-hard").id == "P4G-hard-v0"
-    dialogue_gym.register("P4G-hard-v7", "dialogue_gym.env:DialogueEnv", card="p4g", user="hard")
+    dialogue_gym.register(
+        "P4G-hard-v7", "dialogue_gym.env.dialogue_env:DialogueEnv", card="p4g", user="hard"
+    )
     try:
         assert dialogue_gym.spec("P4G-hard").id == "P4G-hard-v7"
     finally:
@@ -27,7 +29,7 @@ def test_unknown_id_names_closest():
 
 def test_duplicate_registration_rejected():
     with pytest.raises(RegistryError, match="already registered"):
-        dialogue_gym.register("P4G-hard-v0", "dialogue_gym.env:DialogueEnv")
+        dialogue_gym.register("P4G-hard-v0", "dialogue_gym.env.dialogue_env:DialogueEnv")
 
 
 def test_spec_is_frozen_and_overrides_merge():

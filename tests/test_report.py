@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from dialogue_gym import metrics
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, EvalResult, evaluate
+from dialogue_gym.cli.commands import main
+from dialogue_gym.evaluation.run import EPISODES_FILE, SUMMARY_FILE, EvalResult, evaluate
 from dialogue_gym.report import (
     CSV_COLUMNS,
     ReportError,

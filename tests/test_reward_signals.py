@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.mind.latent import LatentSpace
 from dialogue_gym.users.cognitive import CognitiveUser

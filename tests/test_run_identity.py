@@ -16,10 +16,10 @@ import pytest
 from test_evaluation import install_tiny, read_jsonl
 from test_llm_eval import judge_reply
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.evaluation import EPISODES_FILE, SUMMARY_FILE, evaluate
-from dialogue_gym.journal import MANIFEST_FILE
-from dialogue_gym.run_config import ConfigMismatchError
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.evaluation.journal import MANIFEST_FILE
+from dialogue_gym.evaluation.run import EPISODES_FILE, SUMMARY_FILE, evaluate
+from dialogue_gym.evaluation.run_config import ConfigMismatchError
 from dialogue_gym.testing.server import TestServer
 
 REMOTE = f"{__name__}:Remote"

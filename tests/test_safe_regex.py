@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from dialogue_gym.cards import builtin_cards, load_card
-from dialogue_gym.safe_regex import UnsafeRegexError, check_safe, compile_safe
+from dialogue_gym.cards.card import builtin_cards, load_card
+from dialogue_gym.text.safe_regex import UnsafeRegexError, check_safe, compile_safe
 
 NESTED = ["^(a+)+$", "(a*)*", "(.*)+", "([a-z]+)*$", "((a+)b?)+", "(\\w+ ?)+$"]
 AMBIGUOUS = ["(a|a)+", "(a|ab)+$", "(?:a|b|ab)*c", "(x\\w*|xy)+$", "(\\d+|\\w+)+"]

@@ -17,9 +17,9 @@ from test_evaluation import agent, install_tiny
 
 import dialogue_gym
 from dialogue_gym.argtypes import SeedError, check_seed
-from dialogue_gym.cli import main
-from dialogue_gym.evaluation import evaluate
-from dialogue_gym.vector import make_vec
+from dialogue_gym.cli.commands import main
+from dialogue_gym.env.vector import make_vec
+from dialogue_gym.evaluation.run import evaluate
 
 FAST = {"encoder": "hashing"}
 NOT_INTS = [

@@ -19,7 +19,7 @@ import pytest
 import test_seller_reading as reading
 
 import dialogue_gym
-from dialogue_gym.cards import Style
+from dialogue_gym.cards.card import Style
 from dialogue_gym.plugins.cb.seller import SellerUser
 from dialogue_gym.users.persona import persona_bank
 from dialogue_gym.users.wording import add_style

@@ -13,13 +13,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.plugins.cb.seller import Listing, SellerUser
-from dialogue_gym.prices import OfferReading, listing_period, offer_in, read_offer
+from dialogue_gym.text.prices import OfferReading, listing_period, offer_in, read_offer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.persona import persona_bank
 
@@ -403,7 +403,7 @@ def test_a_price_named_as_the_sellers_is_not_the_offer(
 ) -> None:
     """An amount the buyer names as the seller's (where it started, its floor, its best) is
     cited, not offered."""
-    from dialogue_gym.prices import read_offer
+    from dialogue_gym.text.prices import read_offer
 
     assert read_offer(text, reference=reference).offer == offer
 

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 import dialogue_gym
-from dialogue_gym.agents import make_agent
-from dialogue_gym.cards import load_card
-from dialogue_gym.env import CONCERN_EVENTS
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.cards.realize import TemplateRealizer
+from dialogue_gym.env.dialogue_env import CONCERN_EVENTS
+from dialogue_gym.evaluation.agents import make_agent
 from dialogue_gym.metrics import format_table, summarize
 from dialogue_gym.mind.encoders import make_encoder
-from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointError,
     CheckpointMismatchError,
@@ -419,7 +419,7 @@ def test_baselines_and_ablations_train(
 
 
 def test_a_run_over_listening_moves_trains_and_plays_its_moves(tmp_path: Path) -> None:
-    from dialogue_gym.wrappers.concern_actions import ListeningMoves
+    from dialogue_gym.env.wrappers.concern_actions import ListeningMoves
 
     out = train_siavpo(_config(tmp_path, "P4G", iterations=1, view="concern"))
     info = json.loads((out / "checkpoint.json").read_text())["info"]

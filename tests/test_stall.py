@@ -3,8 +3,8 @@
 import pytest
 
 import dialogue_gym
-from dialogue_gym.agents import available_agents, make_agent
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.evaluation.agents import available_agents, make_agent
 from dialogue_gym_agents.baselines.stall import RAPPORT, asks
 from dialogue_gym_agents.dispatch import BAD_AGENT, STALL
 

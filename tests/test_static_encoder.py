@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.checkers import check_env_id
+from dialogue_gym.env.checkers import check_env_id
 from dialogue_gym.mind import encoders
 from dialogue_gym.mind.encoders import Encoder, make_encoder, minilm_model_dir
 from dialogue_gym.mind.minilm_assets import TokenWindow
@@ -332,7 +332,7 @@ def test_the_head_ranks_real_persuader_turns_like_minilm(full_cache: Path) -> No
     comparison every hard user makes: measured Spearman ρ with MiniLM's cosines 0.82 with the
     head, 0.38 for the bare token mean.
     """
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.data import load_corpus
 
     turns = [

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.judges import default_success_judge
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.deal import DealJudge, DealJudgment
@@ -21,7 +21,7 @@ from dialogue_gym.plugins.cb.seller import (
     listing_bank,
     seller_preset,
 )
-from dialogue_gym.prices import asking_price_in, offer_in
+from dialogue_gym.text.prices import asking_price_in, offer_in
 from dialogue_gym.users import build_user
 from dialogue_gym.users.base import DECISIONS, UserTurn
 from dialogue_gym.users.persona import persona_bank

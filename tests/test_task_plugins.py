@@ -1,7 +1,7 @@
 """Task plug-ins chosen by the card (issue 36 item 3).
 
 * a card names its plug-in (``[task] plugin``); its hooks replace the generic behaviour, and a
-  card without one (or a third party's) gets :data:`dialogue_gym.task_plugin.GENERIC`;
+  card without one (or a third party's) gets :data:`dialogue_gym.cards.task_plugin.GENERIC`;
 * the shipped P4G and ESConv cards name theirs, and ``reader_for`` reaches their readers
   through them;
 * no module of the generic core imports a plug-in, and the core compares no task id or corpus
@@ -22,10 +22,8 @@ import gymnasium
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import CardError, builtin_cards, load_card
-from dialogue_gym.gym_views import gymnasium_ids
-from dialogue_gym.judges.user_text import reader_for
-from dialogue_gym.task_plugin import (
+from dialogue_gym.cards.card import CardError, builtin_cards, load_card
+from dialogue_gym.cards.task_plugin import (
     CORPUS_CARDS,
     GENERIC,
     TaskPlugin,
@@ -33,10 +31,12 @@ from dialogue_gym.task_plugin import (
     plugin_for_task,
     plugin_of,
 )
-from dialogue_gym.tasks import register_card
+from dialogue_gym.env.gym_views import gymnasium_ids
+from dialogue_gym.env.tasks import register_card
+from dialogue_gym.judges.user_text import reader_for
 from dialogue_gym.validity import TARGETS
 
-registry_module = importlib.import_module("dialogue_gym.registry")
+registry_module = importlib.import_module("dialogue_gym.env.registry")
 PACKAGE_DIR = Path(dialogue_gym.__file__).resolve().parent
 ENVS = PACKAGE_DIR.parent / "envs"
 PLUGIN_MODULE = "dg_garden_plugin"
@@ -91,7 +91,12 @@ def test_the_generic_core_compares_no_task_id_outside_the_known_modules() -> Non
 
 
 def test_the_cleaned_reader_lookup_names_no_task() -> None:
-    for module in ("judges/user_text.py", "task_plugin.py", "tasks.py", "card_sections.py"):
+    for module in (
+        "judges/user_text.py",
+        "cards/task_plugin.py",
+        "env/tasks.py",
+        "cards/sections.py",
+    ):
         tree = ast.parse((PACKAGE_DIR / module).read_text("utf-8"))
         assert _task_comparisons(tree) == [], module
 
@@ -133,7 +138,7 @@ def garden(tmp_path: Path) -> Iterator[Path]:
     (tmp_path / f"{PLUGIN_MODULE}.py").write_text(
         textwrap.dedent(
             """
-            from dialogue_gym.task_plugin import TaskPlugin
+            from dialogue_gym.cards.task_plugin import TaskPlugin
 
             class Reader:
                 def distribution(self, history):
@@ -222,8 +227,8 @@ def test_the_persona_hooks_come_with_the_plugin(tmp_path: Path) -> None:
 
 
 def test_a_corpus_without_a_plugin_gets_the_generic_profile_and_no_outcome() -> None:
-    from dialogue_gym.annotate import profile_text
     from dialogue_gym.data import Dialogue
+    from dialogue_gym.mentalizers.annotate import profile_text
     from dialogue_gym.validity import outcome_of
 
     dialogue = Dialogue("mycorpus", "d1", "test", (), {"role": "tenant"}, {"place": " Oslo "})

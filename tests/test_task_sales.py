@@ -7,8 +7,8 @@ from statistics import mean
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import FACETS, REQUIRED_REPLIES, load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import FACETS, REQUIRED_REPLIES, load_card
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.users import persona_bank
 

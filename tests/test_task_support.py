@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dialogue_gym.cards import load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.users import persona_bank
 from dialogue_gym_agents.baselines.empathetic import ScriptedListener
 from dialogue_gym_agents.baselines.reflection import second_person

@@ -26,7 +26,7 @@ from dialogue_gym.calibration.text_reader import (
     fit_softmax,
     quantile_votes,
 )
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges import user_text
 from dialogue_gym.judges.base import Exchange
 from dialogue_gym.judges.embedded import StateSuccessJudge

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from dialogue_gym.mind.encoders import CachedEncoder, Encoder, HashingEncoder, make_encoder
-from dialogue_gym.prices import asking_price_in, extract_prices, mask_prices, offer_in
-from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars, normalize_text, text_view
+from dialogue_gym.text.prices import asking_price_in, extract_prices, mask_prices, offer_in
+from dialogue_gym.text.view import MAX_VIEW_CHARS, cap_chars, normalize_text, text_view
 
 # -- normalize_text ----------------------------------------------------------------------------
 

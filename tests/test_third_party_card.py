@@ -25,13 +25,14 @@ import gymnasium
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import CardError, load_card
-from dialogue_gym.gym_views import gymnasium_ids
+from dialogue_gym.cards.card import CardError, load_card
+from dialogue_gym.env.gym_views import gymnasium_ids
+from dialogue_gym.env.tasks import CORPUS_OF_TASK, register_card, task_card
 from dialogue_gym.llm import prompts
-from dialogue_gym.tasks import CORPUS_OF_TASK, register_card, task_card
 
-# ``dialogue_gym.registry`` the attribute is the registry dict; the module holds the plugin state.
-registry_module = importlib.import_module("dialogue_gym.registry")
+# ``dialogue_gym.registry`` the attribute is the registry dict; the module holds the plugin
+# state.
+registry_module = importlib.import_module("dialogue_gym.env.registry")
 ENVS = Path(__file__).resolve().parents[1] / "envs"
 PLUGIN = "dg_charity_plugin"
 
@@ -227,7 +228,7 @@ def _cli(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess[
         "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
     }
     env["OMP_NUM_THREADS"] = "1"
-    command = [sys.executable, "-m", "dialogue_gym.cli", *args]
+    command = [sys.executable, "-m", "dialogue_gym.cli.commands", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dialogue_gym  # noqa: E402
-from dialogue_gym.threads import THREADS_ENV, apply_threads, default_threads  # noqa: E402
+from dialogue_gym.mind.threads import THREADS_ENV, apply_threads, default_threads  # noqa: E402
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ import torch
 
 import dialogue_gym
 from dialogue_gym.backends import FakeBackend
-from dialogue_gym.cards import load_card
-from dialogue_gym.cli import main
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data import load_corpus
-from dialogue_gym.wrappers import ConcernActions, ListeningMoves, StrategyActions
+from dialogue_gym.env.wrappers import ConcernActions, ListeningMoves, StrategyActions
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     CheckpointNotFoundError,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
-from dialogue_gym.cli import main
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data import DataNotFoundError, load_corpus
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym_agents.common.checkpoint import (

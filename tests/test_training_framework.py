@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym_agents.common import tracking
 from dialogue_gym_agents.common.checkpoint import (
     MANIFEST,

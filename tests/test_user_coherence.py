@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
-from dialogue_gym.evaluation import evaluate
+from dialogue_gym.cards.card import load_card
+from dialogue_gym.evaluation.run import evaluate
 from dialogue_gym.users.wording import _RESERVATION
 
 
@@ -135,7 +135,7 @@ def test_an_invitation_to_share_is_no_ask_where_the_task_has_no_request() -> Non
 def test_an_ask_closing_the_turn_is_heard() -> None:
     """An ask that ends a turn and splits its reading ("or would you rather think it over?")
     is still an ask: a merchant with nothing left to worry about can say yes to it."""
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.users.analysis import UtteranceAnalyzer
 
@@ -229,7 +229,7 @@ def test_an_ask_in_any_form_is_heard(card_id: str, turn: str) -> None:
     you'd like, say the word and I'll book it") and asks followed by an opt-out (in the next
     sentence or the same one) were read as no ask, so a user with nothing left to worry about
     could not say yes and "ignored the direct question"."""
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.users.analysis import UtteranceAnalyzer
 
@@ -310,7 +310,7 @@ def test_backing_off_after_a_no_makes_one_more_ask_fair() -> None:
 def test_a_question_about_what_the_user_wants_to_know_is_no_ask() -> None:
     """Blind play round 4 (Merchant seed 30): "Is there anything specific you'd want to be sure
     of first, ...?" was read as an ask; refused, it made the real ask two turns later "pushy"."""
-    from dialogue_gym.cards import load_card
+    from dialogue_gym.cards.card import load_card
     from dialogue_gym.mind.encoders import make_encoder
     from dialogue_gym.users.analysis import UtteranceAnalyzer
 
@@ -583,7 +583,7 @@ def test_a_user_seat_saying_the_simulators_words_leaves_the_same_worries(env_id)
     answer to the worry just raised counted for less (the reward-alignment benchmark's user
     seat, ESConv-hard seed 83: a refusal once resolved in the simulator's eyes was unresolved
     in the env's)."""
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
     from dialogue_gym.testing.user_policies import twin
 
     card = dialogue_gym.make(env_id).unwrapped.card
@@ -643,7 +643,7 @@ def test_a_user_seat_that_keeps_its_reasons_to_itself_resists_blindly(env_id):
     reach it and every later no stayed "rational". Keeping to itself a worry the persona would
     have voiced, while not agreeing, is blind resistance (q = −1); the simulator's own words
     never are."""
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
     from dialogue_gym.testing.user_policies import twin
 
     card = dialogue_gym.make(env_id).unwrapped.card
@@ -668,7 +668,7 @@ def test_a_rational_success_pays_the_user_seat_the_exchanges_it_spares():
     spares, a user that kept an episode going out-earned one that agreed when it should
     (Merchant-hard: an always-refusing user 3.09 against the simulator's 2.64, against
     ``scripted``), and MASP's user policy learned to hold out."""
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
     from dialogue_gym.mind.latent import RewardWeights, spared_rationality, user_reward
 
     weights = RewardWeights()

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users import CognitiveUser
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.judges import (
     NOT_RATIONAL,
     RATIONAL,

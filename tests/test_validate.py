@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import dialogue_gym
-from dialogue_gym.cli import main
+from dialogue_gym.cli.commands import main
 from dialogue_gym.data import Dialogue, Turn, load_corpus, seeds_from
 from dialogue_gym.judges.base import Exchange, Judgment
 from dialogue_gym.plugins.cb.seller_listings import listings_from_seeds

@@ -138,7 +138,7 @@ def test_validator_reports_perception_and_the_labelled_arm_on_the_fixture() -> N
 def test_real_esconv_turns_are_all_labelled_including_the_failed_files(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from dialogue_gym.cli import main
+    from dialogue_gym.cli.commands import main
     from dialogue_gym.validity import validate
 
     result = validate(

@@ -12,8 +12,7 @@ import pytest
 
 import dialogue_gym
 from dialogue_gym.backends import BackendError, FakeBackend
-from dialogue_gym.mind.encoders import CachedEncoder, MiniLMEncoder
-from dialogue_gym.vector import (
+from dialogue_gym.env.vector import (
     BatchingBackend,
     BatchingEncoder,
     SingleAgentVectorEnv,
@@ -23,7 +22,8 @@ from dialogue_gym.vector import (
     VectorDialogueEnv,
     make_vec,
 )
-from dialogue_gym.wrappers import SingleAgent, StrategyActions
+from dialogue_gym.env.wrappers import SingleAgent, StrategyActions
+from dialogue_gym.mind.encoders import CachedEncoder, MiniLMEncoder
 
 HAS_MINILM = (
     importlib.util.find_spec("sentence_transformers") is not None

@@ -9,15 +9,15 @@ import pytest
 from pettingzoo.test import parallel_api_test
 
 import dialogue_gym
-from dialogue_gym.checkers import (
+from dialogue_gym.env.checkers import (
     PERSUASION_SENTENCES,
     FixedSystemPolicy,
     FixedUserPolicy,
     check_single_agent,
     check_strategy_env,
 )
-from dialogue_gym.wrappers import RecordEpisodes, SingleAgent, StrategyActions, TemplateRealizer
-from dialogue_gym.wrappers.strategy_actions import STANCES, split_sentences
+from dialogue_gym.env.wrappers import RecordEpisodes, SingleAgent, StrategyActions, TemplateRealizer
+from dialogue_gym.env.wrappers.strategy_actions import STANCES, split_sentences
 
 
 def make(env_id: str = "P4G-hard", **kwargs: Any) -> Any:

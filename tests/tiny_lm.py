@@ -37,7 +37,7 @@ _TEXTS = (
 
 def _card_texts() -> list[str]:
     """The built-in task cards' prose (so that prompts take few tokens: fast tests)."""
-    from dialogue_gym.cards import builtin_cards, load_card
+    from dialogue_gym.cards.card import builtin_cards, load_card
 
     texts: list[str] = []
     for name in builtin_cards():

@@ -2,7 +2,7 @@
 
 A task card names the family of hand-written agents that plays it (``[agents] family``:
 ``persuasion``, ``support``, ``listening``, ``negotiation`` or ``sales``; see
-:mod:`dialogue_gym.card_sections`), and each agent name here maps a family to the class that
+:mod:`dialogue_gym.cards.sections`), and each agent name here maps a family to the class that
 plays it, so a new task of a known family needs no change here. ``scripted`` is the family's
 sensible hand-written agent; ``pushy``, ``dismissive`` and ``lowball`` are the bad agents the
 embedded worlds must punish (:data:`BAD_AGENT_OF_FAMILY` names each family's); ``stall`` is
@@ -18,9 +18,9 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from dialogue_gym.card_sections import TaskTable
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.tasks import task_cards
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.sections import TaskTable
+from dialogue_gym.env.tasks import task_cards
 
 SCRIPTED = {
     "persuasion": "dialogue_gym_agents.baselines.persuasion:ScriptedPersuader",

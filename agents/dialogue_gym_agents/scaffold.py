@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
 from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.realize import TemplateRealizer
 
 __all__ = ["CloseScaffold", "closing"]
 
@@ -87,6 +87,6 @@ def closing(card: TaskCard, agent: str, **kwargs: Any) -> CloseScaffold:
         agent: The wrapped agent's name (anything ``--agent`` accepts).
         **kwargs: Options for the wrapped agent's factory.
     """
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
 
     return CloseScaffold(card, make_agent(agent, card=card, **kwargs))

@@ -48,7 +48,7 @@ from dialogue_gym.backends.openai_failures import (
     parse_retry_after,
     transport_errors,
 )
-from dialogue_gym.threads import DaemonPool
+from dialogue_gym.mind.threads import DaemonPool
 
 __all__ = ["OpenAIBackend"]
 

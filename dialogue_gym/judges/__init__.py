@@ -2,7 +2,8 @@
 
 import importlib
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.judges.base import (
     NOT_RATIONAL,
     RATIONAL,
@@ -13,7 +14,6 @@ from dialogue_gym.judges.base import (
     SuccessJudge,
 )
 from dialogue_gym.judges.embedded import StateRationalityJudge, StateSuccessJudge, aggregate
-from dialogue_gym.stance import classify_stance
 
 # Embedded success judges by the card's ``judge.success.kind``; values are "module:attr" so that
 # task-specific judges load only when a card needs them.

@@ -1,7 +1,7 @@
 """The embedded deal judge of a negotiation card: deal detection, price extraction, utility.
 
 Generic for any card whose ``[judge.success] kind`` is ``"deal"``
-(:attr:`~dialogue_gym.cards.TaskCard.is_negotiation`): it reads the card's cues (``reply_*``,
+(:attr:`~dialogue_gym.cards.card.TaskCard.is_negotiation`): it reads the card's cues (``reply_*``,
 ``accept``), its ``[listings]`` fractions and prices in the text, and the seller's privileged
 record when a simulator gives one (``listing_price``, ``buyer_target``, ``deal``); nothing in
 it is CraigslistBargain's own, so it stays in the core while CB's seller lives in its plug-in
@@ -12,7 +12,7 @@ MASP (Appendix C.7): the judge decides whether a deal has been reached and extra
 price; if *any* sampled judgment says there is no deal, the outcome is ``no_deal``; otherwise
 the price is converted to the buyer-normalized utility ``(p_deal − p_seller) / (p_buyer −
 p_seller)`` and the exchange succeeds when it passes the card's threshold
-(:meth:`~dialogue_gym.cards.SuccessJudgeSpec.passes`).
+(:meth:`~dialogue_gym.cards.card.SuccessJudgeSpec.passes`).
 
 **Capitulation is not success.** MASP counts ``utility >= 0.0``, so a buyer who accepts the
 asking price at once ("Is it still available?" — "Deal at $LISTING") succeeds at exchange 2.
@@ -63,11 +63,11 @@ import dataclasses
 import re
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.cue_search import any_cue
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.judges.base import Exchange, Judgment
-from dialogue_gym.prices import asking_price_in, buyer_utility, offer_in, read_offer
-from dialogue_gym.stance import classify_stance
+from dialogue_gym.text.cue_search import any_cue
+from dialogue_gym.text.prices import asking_price_in, buyer_utility, offer_in, read_offer
 
 __all__ = ["DEAL", "NO_DEAL", "DealJudge", "DealJudgment", "accepts_price", "states_deal"]
 

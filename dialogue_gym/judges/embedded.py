@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections import Counter
 
 from dialogue_gym.calibration.text_reader import quantile_votes
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, Exchange, Judgment
 from dialogue_gym.judges.user_text import StanceReader
-from dialogue_gym.stance import classify_stance
 from dialogue_gym.users.base import DECISIONS
 
-# classify_stance is re-exported here for importers that predate dialogue_gym.stance.
+# classify_stance is re-exported here for importers that predate dialogue_gym.cards.stance.
 __all__ = ["StateRationalityJudge", "StateSuccessJudge", "aggregate", "classify_stance"]
 
 _RANK = {d: i for i, d in enumerate(DECISIONS)}

@@ -44,12 +44,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dialogue_gym.backends import BackendError, GenerationParams
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.judges.base import NOT_RATIONAL, RATIONAL, UNPARSEABLE, Exchange, Judgment
 from dialogue_gym.judges.deal import DEAL, NO_DEAL, DealJudgment
 from dialogue_gym.judges.embedded import aggregate
 from dialogue_gym.llm import parsing, prompts
-from dialogue_gym.prices import asking_price_in, buyer_utility
+from dialogue_gym.text.prices import asking_price_in, buyer_utility
 
 if TYPE_CHECKING:
     from dialogue_gym.backends import Backend

@@ -5,7 +5,7 @@ card's cue regexes, written for the simulator's own wording. Given a reader
 (``StateSuccessJudge(card, text_reader=reader)``), it reads an external reply the cues cannot
 place (a real person's replayed turn, an LLM user's) with a reader fitted on the task's train
 split instead (:mod:`dialogue_gym.calibration`), which the task's plug-in supplies
-(:meth:`dialogue_gym.task_plugin.TaskPlugin.stance_reader`). Nothing turns a reader on
+(:meth:`dialogue_gym.cards.task_plugin.TaskPlugin.stance_reader`). Nothing turns a reader on
 implicitly: the same env gives the same judgments wherever it runs.
 :func:`dialogue_gym.validity.validate` turns it on for the judges applied to full real
 transcripts.
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dialogue_gym.task_plugin import plugin_for_task
+from dialogue_gym.cards.task_plugin import plugin_for_task
 from dialogue_gym.types import StanceReader
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def reader_for(
     """The learned reader of external users' replies for the task ``task_id``.
 
     The reader comes from the plug-in the task's card names
-    (:func:`dialogue_gym.task_plugin.plugin_for_task`).
+    (:func:`dialogue_gym.cards.task_plugin.plugin_for_task`).
 
     Args:
         task_id: A registered card's id (``"P4G"``, ``"ESConv"``, ...).

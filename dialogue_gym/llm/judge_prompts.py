@@ -3,7 +3,7 @@
 * **success judges** (MASP C.3, C.5, C.6, C.7) — the conversation so far, the latest exchange
   and the task's question; the answer options come from the card's label set
   (``card.success_judge.labels``) in the style the card names (``[llm] judge_prompt``, see
-  :mod:`dialogue_gym.card_sections`): ``stance`` (refused / neutral / positive / agree, each
+  :mod:`dialogue_gym.cards.sections`): ``stance`` (refused / neutral / positive / agree, each
   explained by the card's ``[llm.stance_meanings]`` or the generic wording), ``support``
   (ESConv's four emotional-outcome answers, mapped to worse / same / somewhat_better /
   resolved), ``listening`` (EmpatheticDialogues' four labels with "a generic sympathetic
@@ -20,7 +20,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.llm.rendering import (
     DATA_NOTICE,
     LATEST_TAG,

@@ -259,11 +259,11 @@ _MONEY = re.compile(
 def parse_price(text: str, reference: float | None = None) -> float | None:
     """The first money amount in a judge's answer (``$1,200``, ``250 dollars``, ``1.2k``).
 
-    Uses :func:`dialogue_gym.prices.extract_prices` when available (it skips years, model
+    Uses :func:`dialogue_gym.text.prices.extract_prices` when available (it skips years, model
     numbers and units); falls back to a local pattern.
     """
     try:
-        from dialogue_gym.prices import extract_prices
+        from dialogue_gym.text.prices import extract_prices
     except ImportError:  # pragma: no cover - the module ships with the package
         extract_prices = None  # type: ignore[assignment]
     if extract_prices is not None:

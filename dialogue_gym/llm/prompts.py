@@ -20,7 +20,7 @@ package:
 
 **Task wording comes from the card.** Everything task-specific (the judges' speaker names and
 question style, a stance judge's explanations, the annotator's calibration hints) is read from
-the card's ``[llm]`` section (:mod:`dialogue_gym.card_sections`); a new task needs no code here.
+the card's ``[llm]`` section (:mod:`dialogue_gym.cards.sections`); a new task needs no code here.
 
 **Delimiting.** Dialogue text is data, never instructions: every conversation is rendered inside
 an explicit block, each turn a JSON string literal that cannot close it or pose as another
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.llm.judge_prompts import (
     STANCE_MEANINGS,
     LabelOption,

@@ -8,7 +8,7 @@ block, and, with ``show_estimate=True``, the student mentalizer's estimate of th
 
 It is resolved by name like every agent::
 
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
 
     agent = make_agent("openai:gpt-4o-mini", card=env.card)  # key from $OPENAI_API_KEY
     agent = make_agent("openai:llama3", card=env.card, base_url="http://127.0.0.1:8000/v1")
@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from dialogue_gym.argtypes import check_seed
 from dialogue_gym.backends import Backend, Completion, GenerationParams, make_backend
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.llm import parsing, prompts
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dialogue_gym.backends import GenerationParams
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.llm import parsing, prompts
 from dialogue_gym.mind.bdi import BDI
 

@@ -4,7 +4,8 @@
   the observable history only) and as a *teacher* (``infer(history, user)``, with the user's
   profile). Results are memoized per history (and profile).
 * :class:`SilverCache` — the offline silver annotations written by ``dialogue-gym annotate``
-  (:func:`dialogue_gym.annotate.annotate_corpus`): look-ups per dialogue prefix and the BDI prior
+  (:func:`dialogue_gym.mentalizers.annotate.annotate_corpus`): look-ups per dialogue prefix and the
+  BDI prior
   (the initial states of the dialogues).
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mentalizers.annotator import BDIAnnotator
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.users.base import UserSimulator

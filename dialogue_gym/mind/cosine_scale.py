@@ -120,7 +120,7 @@ def calibration_texts() -> list[list[str]]:
     and slot values are shorter), so every line the world compares with a threshold — concern
     prototypes, voice and acknowledgement lines, reply templates, BDI texts — is in it.
     """
-    from dialogue_gym.cards import builtin_cards, load_card
+    from dialogue_gym.cards.card import builtin_cards, load_card
 
     groups = []
     for name in builtin_cards():

@@ -5,7 +5,7 @@ at scale.
 
 Every encoder returns unit-normalized float32 rows, and a text's row does not depend on the
 other texts of the call — so a cache's state, or batching the texts of several envs together
-(:mod:`dialogue_gym.vector`), never changes an episode. ``CachedEncoder`` memoizes repeated
+(:mod:`dialogue_gym.env.vector`), never changes an episode. ``CachedEncoder`` memoizes repeated
 texts, which matters because BDI texts and prototype sentences recur on every exchange.
 
 The :class:`Encoder` protocol is defined in :mod:`dialogue_gym.types` (the text view names it
@@ -26,7 +26,7 @@ import numpy as np
 
 from dialogue_gym.mind.minilm import MiniLMEncoder
 from dialogue_gym.mind.minilm_assets import minilm_model_dir, normalize_rows
-from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
+from dialogue_gym.text.view import MAX_VIEW_CHARS, cap_chars
 from dialogue_gym.types import ArrayOrFloat, Encoder
 
 __all__ = [
@@ -90,7 +90,7 @@ class HashingEncoder(Encoder):
         return normalize_rows(out)
 
     def visible_prefix(self, text: str) -> str:
-        """``text`` cut to :data:`~dialogue_gym.text.MAX_VIEW_CHARS` characters at a word.
+        """``text`` cut to :data:`~dialogue_gym.text.view.MAX_VIEW_CHARS` characters at a word.
 
         Bag-of-words reads any length; the cap keeps its views comparable to MiniLM's.
         """

@@ -20,8 +20,8 @@ from dialogue_gym.mind.minilm_assets import (
     minilm_model_dir,
     quiet_weight_loading,
 )
-from dialogue_gym.text import MAX_VIEW_CHARS, cap_chars
-from dialogue_gym.threads import apply_threads
+from dialogue_gym.mind.threads import apply_threads
+from dialogue_gym.text.view import MAX_VIEW_CHARS, cap_chars
 from dialogue_gym.types import Encoder
 
 __all__ = ["MiniLMEncoder"]
@@ -120,7 +120,7 @@ class MiniLMEncoder(Encoder):
         read as a price). So the prefix's tokens are exactly the first tokens the model reads,
         and ``encode([visible_prefix(t)])`` equals ``encode([t])`` whenever the window ends
         between words. ``text`` itself when it fits. Falls back to
-        :data:`~dialogue_gym.text.MAX_VIEW_CHARS` characters for a tokenizer without
+        :data:`~dialogue_gym.text.view.MAX_VIEW_CHARS` characters for a tokenizer without
         character offsets.
         """
         if self._window is None:

@@ -33,7 +33,7 @@ the bare token mean, model2vec's own encoding.)
 * **Same protocol and view as MiniLM.** The rows are unit float32, a text's row never depends
   on the other texts of the call, and a text is read up to MiniLM's own 254-content-token
   window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
-  :func:`dialogue_gym.text.text_view`) cuts a turn where MiniLM's would.
+  :func:`dialogue_gym.text.view.text_view`) cuts a turn where MiniLM's would.
 
 **Cosines on MiniLM's scale.** The users' thresholds and margins were set on MiniLM's cosines.
 The bare token mean spreads its cosines differently (paraphrase pairs ~0.52 vs unrelated ~0.31

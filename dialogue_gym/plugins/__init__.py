@@ -7,7 +7,7 @@
 
 Each package holds everything of its task that a card cannot say as data: the corpus loader,
 the calibration fitters and their shipped tables, a task's own user model. The generic core
-never imports these packages; :mod:`dialogue_gym.task_plugin` and
+never imports these packages; :mod:`dialogue_gym.cards.task_plugin` and
 :mod:`dialogue_gym.plugin_index` import the one a card names when one of its hooks or tables
 is first asked for. Nothing is imported here.
 """

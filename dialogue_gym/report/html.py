@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dialogue_gym import metrics
-from dialogue_gym.journal import EPISODES_FILE, SUMMARY_FILE
+from dialogue_gym.evaluation.journal import EPISODES_FILE, SUMMARY_FILE
 from dialogue_gym.report.cells import (
     OPTIONAL_HEADERS,
     diff_text,

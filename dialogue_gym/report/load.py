@@ -1,6 +1,6 @@
 """Reading run directories: :class:`Run`, :func:`load_run`, :func:`load_runs`.
 
-Records come from :func:`dialogue_gym.journal.read_episodes`, the reader
+Records come from :func:`dialogue_gym.evaluation.journal.read_episodes`, the reader
 :func:`dialogue_gym.evaluate` resumes with, so a report counts exactly the episodes a resumed
 evaluation would. Records whose transcript the HTML report will not show are stripped of
 their transcript fields while loading, so memory stays bounded however large the run is.
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dialogue_gym.journal import (
+from dialogue_gym.evaluation.journal import (
     EPISODES_FILE,
     SUMMARY_FILE,
     JournalError,
@@ -47,7 +47,7 @@ class Run:
         records: Its episode records in file order, without repeats: a repeated agent, env
             id, episode and seed keeps its first record unless that one is errored and a
             later one exists (a ``--retry-errored`` rerun), as a resumed evaluation does
-            (:func:`dialogue_gym.journal.supersedes`).
+            (:func:`dialogue_gym.evaluation.journal.supersedes`).
             Records whose transcript is beyond the detail budget of :func:`load_run` lack the
             fields ``transcript``, ``states``, ``votes``, ``events`` and ``initial_state``.
         summary: The parsed ``summary.json``, or ``None`` when there is none (yet).
@@ -174,7 +174,7 @@ def load_run(run_dir: str | Path, max_transcripts: int | None = None) -> Run:
             the last is not a JSON episode record (the message names the file and line),
             there are no records, or ``summary.json`` is not valid JSON. An incomplete last
             line (an interrupted write) is left out with a ``RuntimeWarning``, as
-            ``evaluate`` does on resume (:class:`dialogue_gym.journal.JournalReader`).
+            ``evaluate`` does on resume (:class:`dialogue_gym.evaluation.journal.JournalReader`).
     """
     path = Path(run_dir)
     if not path.exists():

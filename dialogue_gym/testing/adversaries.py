@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 
 __all__ = [
     "ADVERSARIES",
@@ -73,14 +73,14 @@ def _ask_lines(card: TaskCard) -> tuple[str, ...]:
 
 def _listing(observation: dict[str, Any]) -> float | None:
     """The listing price the seller states in its first reply (negotiation tasks)."""
-    from dialogue_gym.prices import asking_price_in
+    from dialogue_gym.text.prices import asking_price_in
 
     replies = _user_replies(observation)
     return asking_price_in(replies[0]) if replies else None
 
 
 def _money(value: float) -> str:
-    from dialogue_gym.prices import format_price
+    from dialogue_gym.text.prices import format_price
 
     return format_price(value)
 
@@ -376,7 +376,7 @@ class OpenLoopSearch(_Adversary):
         if script is None:
             key = (card.id, env_id, train_episodes, train_seed, rounds, candidates, encoder)
             if key not in self._cache:
-                from dialogue_gym.registry import make
+                from dialogue_gym.env.registry import make
 
                 overrides = {"encoder": encoder} if encoder else {}
                 env = make(env_id or f"{card.id}-hard", **overrides)

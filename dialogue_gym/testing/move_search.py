@@ -1,7 +1,7 @@
 """Bounds of a discrete action interface: the best fixed sequence and a clairvoyant ceiling.
 
-A learned policy over :class:`~dialogue_gym.wrappers.ConcernActions` (or
-:class:`~dialogue_gym.wrappers.StrategyActions`) is judged between two lines:
+A learned policy over :class:`~dialogue_gym.env.wrappers.ConcernActions` (or
+:class:`~dialogue_gym.env.wrappers.StrategyActions`) is judged between two lines:
 
 * **the best fixed sequence** (:func:`best_fixed_sequence`): one sequence of actions, the same
   in every episode, found by coordinate ascent on training seeds. A policy that does no better
@@ -209,7 +209,7 @@ def random_rate(env: Any, seeds: Sequence[int], seed: int = 0) -> float:
 
 def scripted_records(env_id: str, episodes: int, seed: int, encoder: str) -> list[dict[str, Any]]:
     """The episode records of the ``scripted`` text agent on ``episodes`` seeds from ``seed``."""
-    from dialogue_gym.evaluation import evaluate
+    from dialogue_gym.evaluation.run import evaluate
 
     result = evaluate(
         ["scripted"],

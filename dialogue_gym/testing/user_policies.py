@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.judges.base import Exchange
-from dialogue_gym.prices import format_price
-from dialogue_gym.stance import classify_stance
+from dialogue_gym.text.prices import format_price
 from dialogue_gym.users.base import twin
 
 __all__ = [

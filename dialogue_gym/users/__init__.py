@@ -3,7 +3,7 @@
 import importlib
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.plugin_index import Contributions
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer

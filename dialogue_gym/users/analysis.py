@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.cue_search import CueIndex, CueText
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.text import text_view
+from dialogue_gym.text.cue_search import CueIndex, CueText
+from dialogue_gym.text.view import text_view
 from dialogue_gym.users.meaning import (
     ASKS,
     MeaningReader,
@@ -205,7 +205,7 @@ class UtteranceAnalyzer:
     All prototype sentences (concern unlocks, anti-patterns, on-topic domain sentences) are
     encoded once into one matrix, so perceiving an utterance is one encoding plus one
     matrix-vector product. Every signal (embedding, cues, word count) is read from one view of
-    the turn: :func:`dialogue_gym.text.text_view` (NFKC, invisible characters removed, cut to
+    the turn: :func:`dialogue_gym.text.view.text_view` (NFKC, invisible characters removed, cut to
     the span the encoder sees), so a trick that hides words from one reader hides them from all.
 
     How a turn addresses a concern is scored against the concern's *meaning* with

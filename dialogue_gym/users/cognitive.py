@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import ASK_LINE, CLOSING_ASK_LINE, Perception, UtteranceAnalyzer

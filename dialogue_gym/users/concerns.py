@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception
 from dialogue_gym.users.persona import Persona
@@ -114,7 +114,7 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     context needs less certainty than one out of the blue, but it still has to be about that
     worry more than about any other (a loose reading here rewards scripts that never listen).
     The one exception is a concern the card says is answered with another's facts
-    (:attr:`~dialogue_gym.cards.Concern.answered_with`): a turn that reads likeliest as one of
+    (:attr:`~dialogue_gym.cards.card.Concern.answered_with`): a turn that reads likeliest as one of
     those answers it too, when it reads as this concern at the same line ("It may help to
     think of one kid rather than millions: $1 buys rehydration salts for one child" to *it
     doesn't feel real to me*, though out of context it reads as a point about impact).
@@ -181,7 +181,7 @@ def states_shared_fact(
     """Whether a sentence read likeliest as ``top`` plainly states a fact of ``shared``.
 
     ``shared`` are the concerns whose facts answer the one under discussion
-    (:attr:`~dialogue_gym.cards.Concern.answered_with`); the sentence states one when it reads
+    (:attr:`~dialogue_gym.cards.card.Concern.answered_with`); the sentence states one when it reads
     likeliest as it, at the reader's own line (``preset.meaning_threshold``).
     """
     return top in shared and row.get(top, 0.0) >= preset.meaning_threshold

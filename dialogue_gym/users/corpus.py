@@ -6,7 +6,7 @@ Each :class:`~dialogue_gym.data.records.EpisodeSeed` of a held-out split becomes
   own description; EmpatheticDialogues' emotion and prompt — as persona facts (``situation``,
   ``emotion``, ``problem``), which reply templates and situational concerns use;
 * the *task's own layers* come from the plug-in its card names
-  (:meth:`dialogue_gym.task_plugin.TaskPlugin.persona_layers` and ``persona_background``):
+  (:meth:`dialogue_gym.cards.task_plugin.TaskPlugin.persona_layers` and ``persona_background``):
   for P4G (:mod:`dialogue_gym.plugins.p4g`) the participant's survey sets the concerns,
   willingness, capacity, style and background; for ESConv (:mod:`dialogue_gym.plugins.esconv`)
   the seeker's initial emotion intensity sets its willingness, starting valence and concern
@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.task_plugin import plugin_of
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.task_plugin import plugin_of
 from dialogue_gym.users.persona import Persona, persona_bank
 
 # Corpus situation keys → persona fact names.

@@ -26,7 +26,7 @@ started); they are clipped at :data:`FLOOR`.
 
 from __future__ import annotations
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.bdi import BDI
 
 NON_SUCCESS_CAP = 0.7

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dialogue_gym.backends import GenerationParams
-from dialogue_gym.cards import Style, TaskCard
+from dialogue_gym.cards.card import Style, TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.llm import parsing, prompts
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.stance import classify_stance
 from dialogue_gym.users import build_user
 from dialogue_gym.users.analysis import Perception
 from dialogue_gym.users.base import UserSimulator, UserTurn

@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.mind.static import cache_root
-from dialogue_gym.prices import mask_prices
+from dialogue_gym.text.prices import mask_prices
 
 if sys.version_info >= (3, 11):
     import tomllib

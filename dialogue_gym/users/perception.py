@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.persona import Persona

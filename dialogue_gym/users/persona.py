@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 
 
 @dataclasses.dataclass(frozen=True)

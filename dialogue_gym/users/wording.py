@@ -20,8 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from dialogue_gym.cards import Style, TaskCard
-from dialogue_gym.stance import classify_stance
+from dialogue_gym.cards.card import Style, TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.persona import Persona

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.task_plugin import PluginTable, plugin_for_task
+from dialogue_gym.cards.task_plugin import PluginTable, plugin_for_task
 from dialogue_gym.validity.episodes import PERCEIVED
 from dialogue_gym.validity.stats import Cell, auc, bootstrap_cell, mean, spearman
 
@@ -22,7 +22,7 @@ __all__ = ["SOFT_SR_TOLERANCE", "TARGETS", "cells"]
 
 TARGETS: Mapping[str, Mapping[str, float]] = PluginTable(lambda plugin: plugin.validity_targets)
 """Issue 15's targets by task, each from its plug-in's
-:attr:`~dialogue_gym.task_plugin.TaskPlugin.validity_targets` (P4G, ESConv, CB): replay AUC
+:attr:`~dialogue_gym.cards.task_plugin.TaskPlugin.validity_targets` (P4G, ESConv, CB): replay AUC
 (CI above 0.5), replay ρ with the amount (CB utility), judge AUC on full transcripts. On soft
 users human-replay SR should be within ±:data:`SOFT_SR_TOLERANCE` of the real success rate; on
 every env above ``random`` (the paired CI above 0)."""

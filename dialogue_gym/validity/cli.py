@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dialogue_gym.argtypes import int_range
-from dialogue_gym.journal import write_json
+from dialogue_gym.evaluation.journal import write_json
 
 __all__ = ["add_parser", "run"]
 

@@ -2,7 +2,7 @@
 
 Real outcomes (:func:`outcome_of`) are the task's own: the plug-in of the card whose
 ``[corpus] name`` the dialogue comes from says what its participants reached
-(:meth:`dialogue_gym.task_plugin.TaskPlugin.real_outcome`; P4G: the donation, ESConv: the fall
+(:meth:`dialogue_gym.cards.task_plugin.TaskPlugin.real_outcome`; P4G: the donation, ESConv: the fall
 of the seeker's emotion intensity, CraigslistBargain: a deal and its utility — see
 :mod:`dialogue_gym.plugins.p4g`, :mod:`dialogue_gym.plugins.esconv`,
 :mod:`dialogue_gym.plugins.cb`); a corpus without one has no outcome.
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from dialogue_gym.cards.task_plugin import plugin_for_corpus
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.data.errors import DataNotFoundError
-from dialogue_gym.prices import format_price
-from dialogue_gym.task_plugin import plugin_for_corpus
+from dialogue_gym.text.prices import format_price
 from dialogue_gym.types import Outcome
 
 __all__ = [
@@ -123,7 +123,7 @@ def load_held_out(corpus: str, data: str | Path | None, splits: Sequence[str]) -
     """The held-out dialogues of ``splits``.
 
     A split the loader does not name comes from the task's plug-in
-    (:meth:`~dialogue_gym.task_plugin.TaskPlugin.held_out_split`; ``failed``: ESConv's
+    (:meth:`~dialogue_gym.cards.task_plugin.TaskPlugin.held_out_split`; ``failed``: ESConv's
     ``FailedESConv.json``).
 
     Raises:

@@ -47,11 +47,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from dialogue_gym.cards.task_plugin import plugin_of
 from dialogue_gym.data import Dialogue, seeds_from
-from dialogue_gym.env import CORPORA
+from dialogue_gym.env.dialogue_env import CORPORA
+from dialogue_gym.env.registry import make
 from dialogue_gym.judges.embedded import StateSuccessJudge
-from dialogue_gym.registry import make
-from dialogue_gym.task_plugin import plugin_of
 from dialogue_gym.validity import reference as ref
 from dialogue_gym.validity.acts import predict_acts
 from dialogue_gym.validity.cells import TARGETS, cells
@@ -157,7 +157,7 @@ def validate_dialogues(
     Raises:
         ValueError: The task has no corpus, an id is in both sets, or no dialogue is usable.
     """
-    from dialogue_gym.agents import make_agent
+    from dialogue_gym.evaluation.agents import make_agent
 
     options = dict(env_options or {})
     env = make(env_id, **options)
@@ -329,7 +329,7 @@ def validate(
         ValueError: Bad arguments, or no usable dialogue.
         DataNotFoundError: The corpus files are missing.
     """
-    from dialogue_gym.registry import spec as env_spec
+    from dialogue_gym.env.registry import spec as env_spec
 
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")

@@ -1,7 +1,7 @@
 """Buyer agents for CraigslistBargain (the system seat is the buyer).
 
 Both read only the observation (the dialogue history) and the public task card: the listing
-price comes from the seller's first reply, parsed with :mod:`dialogue_gym.prices`; the target
+price comes from the seller's first reply, parsed with :mod:`dialogue_gym.text.prices`; the target
 fraction from the card's ``[listings] buyer_target_fraction`` (also stated in the goal text).
 
 * :class:`ScriptedBuyer` — a sensible negotiator that listens: greets and asks why the item is
@@ -30,9 +30,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dialogue_gym.cards import Concern, TaskCard
-from dialogue_gym.prices import asking_price_in, format_price, offer_in
-from dialogue_gym.wrappers.bargain_moves import buyer_target_fraction, round_offer
+from dialogue_gym.cards.card import Concern, TaskCard
+from dialogue_gym.env.wrappers.bargain_moves import buyer_target_fraction, round_offer
+from dialogue_gym.text.prices import asking_price_in, format_price, offer_in
 
 __all__ = ["LowballBuyer", "ScriptedBuyer", "round_offer"]
 

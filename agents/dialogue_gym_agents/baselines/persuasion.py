@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
 from dialogue_gym.mind.encoders import Encoder
-from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym_agents.baselines.listening import ListeningAgent
 
 USER_SPEAKER = 1

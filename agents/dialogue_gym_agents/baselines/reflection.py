@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym_agents.baselines.listening import ListeningAgent
 from dialogue_gym_agents.baselines.persuasion import PushyAgent

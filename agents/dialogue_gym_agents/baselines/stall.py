@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.prices import asking_price_in, offer_in
-from dialogue_gym.text import normalize_text
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.text.prices import asking_price_in, offer_in
+from dialogue_gym.text.view import normalize_text
 from dialogue_gym_agents.baselines.bargain import ScriptedBuyer
 from dialogue_gym_agents.baselines.persuasion import ScriptedPersuader
 from dialogue_gym_agents.baselines.sales import ScriptedSalesAgent
@@ -102,7 +102,7 @@ def asks(card: TaskCard, text: str, reference: float | None = None) -> bool:
     """Whether ``text`` makes the task's ask, by the card's own detectors.
 
     The user simulators read the normalized text with the card's ``ask`` cues; a negotiation
-    seller also reads a price offer (:func:`~dialogue_gym.prices.offer_in`), an acceptance
+    seller also reads a price offer (:func:`~dialogue_gym.text.prices.offer_in`), an acceptance
     (``accept`` cues) and a split (``split`` cues) as the buyer's ask.
 
     Args:

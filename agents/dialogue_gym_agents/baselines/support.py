@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.baselines.listening import ConcernListener

@@ -46,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 
 __all__ = [
     "FORMAT",

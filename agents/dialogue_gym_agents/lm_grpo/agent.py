@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym_agents.common.checkpoint import CheckpointMismatchError, load_checkpoint
 from dialogue_gym_agents.common.lm.agent import LMAgent, build_lm_agent
 from dialogue_gym_agents.common.lm.prompts import SEATS

@@ -49,7 +49,7 @@ import numpy as np
 import torch
 
 import dialogue_gym
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointWriter,

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.mind.latent import LatentSpace

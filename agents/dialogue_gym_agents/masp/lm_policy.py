@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.backends import Backend
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym_agents.common.checkpoint import Checkpoint, CorruptCheckpointError
 from dialogue_gym_agents.common.lm.agent import LMAgent
 from dialogue_gym_agents.common.lm.policy import LMPolicy, LMResponse, LMSeat, Messages

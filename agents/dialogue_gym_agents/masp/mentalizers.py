@@ -30,13 +30,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.wrappers.strategy_actions import STANCES
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.mind.latent import LatentSpace
 from dialogue_gym.users.base import UserSimulator
-from dialogue_gym.wrappers.strategy_actions import STANCES
 from dialogue_gym_agents.common.policy import History
 from dialogue_gym_agents.common.seeding import RunGenerators
 from dialogue_gym_agents.masp.config import MASPConfig

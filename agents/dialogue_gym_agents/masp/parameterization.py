@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import torch
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.env import DialogueEnv
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.dialogue_env import DialogueEnv
 from dialogue_gym_agents.common.checkpoint import Checkpoint
 from dialogue_gym_agents.common.policy import GRPOPolicy, Seat
 from dialogue_gym_agents.common.seeding import derive_seed, generators

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.env import DialogueEnv
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.dialogue_env import DialogueEnv
 from dialogue_gym.mind.latent import RewardWeights
 from dialogue_gym.users.cognitive import CognitiveUser
 from dialogue_gym_agents.common.policy import GRPOPolicy, Seat

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from dialogue_gym import metrics
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.env import CORPORA, DialogueEnv
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.env.dialogue_env import CORPORA, DialogueEnv
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.cognitive import CognitiveUser
@@ -236,7 +236,7 @@ def corpus_silver(card: TaskCard, config: MASPConfig) -> list[SilverTrajectory]:
     Raises:
         ValueError: No dialogue of the task's training split is in the cache.
     """
-    from dialogue_gym.annotate import annotation_prefixes, prefix_history, profile_text
+    from dialogue_gym.mentalizers.annotate import annotation_prefixes, prefix_history, profile_text
     from dialogue_gym.mentalizers.llm import SilverCache
 
     cache = SilverCache.load(config.silver or "")

@@ -12,7 +12,7 @@ Here both are strategy-level:
   plus :class:`LatentProbe` features of the student's estimate ẑ = M(h) (never the hidden
   state), and chooses one of the card's strategies, realized from the card's templates
   (``--view strategy``, the paper's), or one listening move (``--view concern``: answer concern
-  *c*, probe, acknowledge, reflect, ask; :class:`~dialogue_gym.wrappers.ListeningMoves`); it
+  *c*, probe, acknowledge, reflect, ask; :class:`~dialogue_gym.env.wrappers.ListeningMoves`); it
   hands the env ``{"utterance", "estimate": ẑ}`` so that r_S carries the inference term;
 * the **user** (:class:`StrategyUserSeat`) sees its own current BDI state z_t (rendered in its
   observation), the stance it stated last, and how it perceives the system's utterance
@@ -36,16 +36,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
+from dialogue_gym.env.wrappers.concern_actions import ListeningFeatures
+from dialogue_gym.env.wrappers.strategy_actions import STANCES
 from dialogue_gym.judges.embedded import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.mind.latent import LatentSpace
-from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.cognitive import USER_ACTS, CognitiveUser
-from dialogue_gym.wrappers.concern_actions import ListeningFeatures
-from dialogue_gym.wrappers.strategy_actions import STANCES
 from dialogue_gym_agents.common.grpo import categorical_kl
 from dialogue_gym_agents.common.policy import History, PolicyOutput
 from dialogue_gym_agents.masp.mentalizers import LearnedStudent
@@ -248,7 +248,7 @@ class SystemFeatures:
 
     With the card's strategies (``view="strategy"``) the view's features are the planner's
     :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures`; with listening moves
-    (``view="concern"``) they are :class:`~dialogue_gym.wrappers.ListeningFeatures` — what the
+    (``view="concern"``) they are :class:`~dialogue_gym.env.wrappers.ListeningFeatures` — what the
     user's replies showed of each concern (voiced, open, partly answered, settled) — and
     :attr:`moves` realizes the actions.
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.cognitive import USER_ACTS
 from dialogue_gym_agents.common.seeding import (

@@ -1,17 +1,18 @@
 """``planner``: a PPDPP-style strategy planner — a small policy network over strategy features.
 
 At each turn the planner maps what it can observe to a feature vector (:class:`StrategyFeatures`,
-the same layout as :class:`dialogue_gym.wrappers.StrategyActions`' observations), picks one of
+the same layout as :class:`dialogue_gym.env.wrappers.StrategyActions`' observations), picks one of
 the task card's strategies with :class:`StrategyPolicyNet`, and realizes it as an utterance —
-from the card's templates (:class:`~dialogue_gym.realize.TemplateRealizer`) or with an LLM
+from the card's templates (:class:`~dialogue_gym.cards.realize.TemplateRealizer`) or with an LLM
 told which strategy to use (:class:`LLMStrategyRealizer`, temperature 0.3 as in PPDPP).
 
 Trained by ``dialogue-gym train planner`` (supervised pretraining on strategy-annotated
 corpora, then PPO with stable-baselines3; see :mod:`dialogue_gym_agents.planner.train`);
 loaded with ``--agent planner:DIR`` or ``planner(card=card, checkpoint=DIR)``. Trained with
 ``--view concern`` it picks listening moves instead (answer concern *c*, probe, ask, ... —
-:class:`dialogue_gym.wrappers.ConcernActions`), computed and realized the same way here
-(:class:`~dialogue_gym.wrappers.ListeningFeatures`, :class:`~dialogue_gym.wrappers.ListeningMoves`).
+:class:`dialogue_gym.env.wrappers.ConcernActions`), computed and realized the same way here
+(:class:`~dialogue_gym.env.wrappers.ListeningFeatures`,
+:class:`~dialogue_gym.env.wrappers.ListeningMoves`).
 """
 
 from __future__ import annotations
@@ -25,19 +26,19 @@ import torch
 from torch import nn
 
 from dialogue_gym.backends import Backend, GenerationParams, make_backend
-from dialogue_gym.cards import Strategy, TaskCard
-from dialogue_gym.judges.embedded import classify_stance
-from dialogue_gym.llm.prompts import system_agent_messages
-from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym.realize import TemplateRealizer
-from dialogue_gym.wrappers.concern_actions import listening_parts
-from dialogue_gym.wrappers.listening import ListeningFeatures, ListeningMoves
-from dialogue_gym.wrappers.strategy_actions import (
+from dialogue_gym.cards.card import Strategy, TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
+from dialogue_gym.env.wrappers.concern_actions import listening_parts
+from dialogue_gym.env.wrappers.listening import ListeningFeatures, ListeningMoves
+from dialogue_gym.env.wrappers.strategy_actions import (
     STANCES,
     embed_lines,
     line_texts,
     split_sentences,
 )
+from dialogue_gym.judges.embedded import classify_stance
+from dialogue_gym.llm.prompts import system_agent_messages
+from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,
     check_backend_spec,
@@ -77,7 +78,7 @@ ROLES = ("system", "user")
 class StrategyFeatures:
     """The ``StrategyActions`` feature vector, computed from raw system observations.
 
-    Same names, order and values as :attr:`dialogue_gym.wrappers.StrategyActions.feature_names`
+    Same names, order and values as :attr:`dialogue_gym.env.wrappers.StrategyActions.feature_names`
     (the test suite checks them against the wrapper): exchange / T, the one-hot stance of the
     user's last reply, per-strategy use counts / T, whether the last reply asks a question, its
     length, and per concern whether the user has voiced it. Call :meth:`observe` with each new
@@ -180,9 +181,9 @@ def view_features(
     """The feature tracker of a planner's action view, and its listening moves (``concern``).
 
     ``view="strategy"``: :class:`StrategyFeatures` and no moves (the card's strategies);
-    ``view="concern"``: :class:`~dialogue_gym.wrappers.ListeningFeatures` over
-    :class:`~dialogue_gym.wrappers.ListeningMoves` (on a negotiation, their price-move kin:
-    :func:`~dialogue_gym.wrappers.listening_parts`).
+    ``view="concern"``: :class:`~dialogue_gym.env.wrappers.ListeningFeatures` over
+    :class:`~dialogue_gym.env.wrappers.ListeningMoves` (on a negotiation, their price-move kin:
+    :func:`~dialogue_gym.env.wrappers.listening_parts`).
     """
     if view != "concern":
         return StrategyFeatures(card, encoder, max_exchanges=max_exchanges), None
@@ -369,7 +370,7 @@ class PlannerAgent:
         deterministic: Take the most likely strategy (else sample from the policy).
         seed: Default seed (overridden by :meth:`reset`).
         moves: The listening moves of a policy trained on ``ConcernActions`` (then
-            ``features`` is its :class:`~dialogue_gym.wrappers.ListeningFeatures`).
+            ``features`` is its :class:`~dialogue_gym.env.wrappers.ListeningFeatures`).
     """
 
     def __init__(

@@ -43,12 +43,17 @@ import torch.nn.functional as F
 from torch import nn
 
 import dialogue_gym
-from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.data import Dialogue, Turn
+from dialogue_gym.env.registry import spec
+from dialogue_gym.env.wrappers import (
+    ConcernActions,
+    ListeningFeatures,
+    ListeningMoves,
+    StrategyActions,
+)
+from dialogue_gym.env.wrappers.strategy_actions import split_sentences
 from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym.registry import spec
-from dialogue_gym.wrappers import ConcernActions, ListeningFeatures, ListeningMoves, StrategyActions
-from dialogue_gym.wrappers.strategy_actions import split_sentences
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
 from dialogue_gym_agents.common.cli import run_trainer
 from dialogue_gym_agents.common.config import TrainConfig, config_to_dict, option

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.data import Dialogue
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, load_checkpoint
 from dialogue_gym_agents.common.config import config_to_dict, option

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard, load_card
+from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.data import Dialogue
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.common.checkpoint import (

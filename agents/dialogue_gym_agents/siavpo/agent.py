@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym_agents.common.checkpoint import (
     CheckpointMismatchError,

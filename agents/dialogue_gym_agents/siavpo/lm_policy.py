@@ -50,7 +50,7 @@ from typing import Any, cast
 import torch
 
 from dialogue_gym.backends import Backend
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym_agents.common.checkpoint import Checkpoint
 from dialogue_gym_agents.common.lm.agent import LMAgent
 from dialogue_gym_agents.common.lm.model import adapter_tensors, response_logits

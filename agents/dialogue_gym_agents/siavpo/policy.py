@@ -13,8 +13,8 @@ Two parameterizations train with the same trainer
 
 * **strategy** (here): the student view is the
   :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures` vector (the same features as
-  :class:`dialogue_gym.wrappers.StrategyActions`; with ``--view concern`` the listening moves'
-  :class:`~dialogue_gym.wrappers.ListeningFeatures`), the teacher view adds P_int as a
+  :class:`dialogue_gym.env.wrappers.StrategyActions`; with ``--view concern`` the listening moves'
+  :class:`~dialogue_gym.env.wrappers.ListeningFeatures`), the teacher view adds P_int as a
   fixed-size vector (:class:`PrivilegedFeatures`). :class:`StrategyViewNet` is a single MLP
   over ``[features ‖ m·P_int ‖ m]`` with the view flag ``m`` (1 teacher, 0 student): the
   student view zeroes the privileged block, so there is no separate teacher model. Actions are
@@ -51,9 +51,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.realize import TemplateRealizer
 from dialogue_gym.mind.encoders import Encoder, make_encoder
-from dialogue_gym.realize import TemplateRealizer
 from dialogue_gym_agents.planner.agent import (
     realize_view_action,
     view_action_names,
@@ -345,8 +345,8 @@ class StrategyViewPolicy:
     """The strategy-level :class:`ViewPolicy`: a :class:`StrategyViewNet` over card strategies.
 
     With ``view="concern"`` the actions are the listening moves instead
-    (:class:`~dialogue_gym.wrappers.ListeningMoves`: answer concern *c*, probe, acknowledge,
-    reflect, ask) and the student features :class:`~dialogue_gym.wrappers.ListeningFeatures`;
+    (:class:`~dialogue_gym.env.wrappers.ListeningMoves`: answer concern *c*, probe, acknowledge,
+    reflect, ask) and the student features :class:`~dialogue_gym.env.wrappers.ListeningFeatures`;
     P_int's ``unlock:<move>`` reads an ``answer:<c>`` move as meeting concern *c*'s unlock
     conditions.
 

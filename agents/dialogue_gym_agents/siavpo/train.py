@@ -86,8 +86,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dialogue_gym.cards import TaskCard, load_card
-from dialogue_gym.env import DialogueEnv
+from dialogue_gym.cards.card import TaskCard, load_card
+from dialogue_gym.env.dialogue_env import DialogueEnv
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter
 from dialogue_gym_agents.common.cli import run_trainer

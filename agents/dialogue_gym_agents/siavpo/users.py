@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.users.cognitive import UserPreset, card_preset
 
 __all__ = ["LENIENT_CHANGES", "STRICT_CHANGES", "USER_PRESETS", "user_preset"]

@@ -1,7 +1,7 @@
 """Which corpus trains which task, and how corpus strategy labels map to card strategies.
 
 Everything here is read from the task card's ``[corpus]`` section
-(:mod:`dialogue_gym.card_sections`): its ``name``, ``train_split``, ``sft_format``,
+(:mod:`dialogue_gym.cards.sections`): its ``name``, ``train_split``, ``sft_format``,
 ``planner_format`` and ``label_aliases``. The shipped cards say:
 
 =========  ==============  ==================  ====================  ===================
@@ -38,7 +38,7 @@ A turn with several labels becomes a soft target spread evenly over its distinct
 strategies; a turn with none is skipped. The trainer counts and reports unmapped labels.
 
 The functions take a card or a registered task id (``"P4G"``, looked up with
-:func:`dialogue_gym.tasks.task_card`). The task-id tables (:data:`TRAIN_SPLITS`, ...) are
+:func:`dialogue_gym.env.tasks.task_card`). The task-id tables (:data:`TRAIN_SPLITS`, ...) are
 views of the registered cards for callers that hold only an id.
 """
 
@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.card_sections import CorpusSpec, TaskTable
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.sections import CorpusSpec, TaskTable
 from dialogue_gym.data import Dialogue, load_corpus
-from dialogue_gym.tasks import task_card, task_cards
+from dialogue_gym.env.tasks import task_card, task_cards
 
 __all__ = [
     "LABEL_ALIASES",

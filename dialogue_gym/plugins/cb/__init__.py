@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.task_plugin import TaskPlugin
 from dialogue_gym.plugins._profile import clip, number
 from dialogue_gym.plugins.cb.calibration import closing_offer
-from dialogue_gym.prices import buyer_utility
-from dialogue_gym.task_plugin import TaskPlugin
+from dialogue_gym.text.prices import buyer_utility
 from dialogue_gym.types import DialogueRecord, Outcome
 
 __all__ = ["PLUGIN", "CBPlugin"]

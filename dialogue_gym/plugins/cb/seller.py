@@ -38,7 +38,7 @@ rationality judge (and RCSR) catch them.
 Stances: ``refused`` (rejects an offer, walks away), ``neutral`` (counters), ``positive`` (close
 to a deal), ``agree`` (deal).
 
-The seller reads one view of each buyer turn, :func:`dialogue_gym.text.text_view` (normalized,
+The seller reads one view of each buyer turn, :func:`dialogue_gym.text.view.text_view` (normalized,
 invisible characters removed, cut to what the encoder sees): the encoder, the cue regexes and
 the price parser see the same text, so a price or a cue hidden from one is hidden from all.
 """
@@ -52,9 +52,9 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.card_schema import patterns
-from dialogue_gym.cards import CardError, TaskCard
-from dialogue_gym.cue_search import any_cue
+from dialogue_gym.cards.card import CardError, TaskCard
+from dialogue_gym.cards.schema import patterns
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.plugins.cb.seller_dynamics import (
@@ -72,8 +72,8 @@ from dialogue_gym.plugins.cb.seller_presets import (
     SellerPreset,
     seller_preset,
 )
-from dialogue_gym.prices import format_price, offer_in
-from dialogue_gym.stance import classify_stance
+from dialogue_gym.text.cue_search import any_cue
+from dialogue_gym.text.prices import format_price, offer_in
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.base import UserTurn
 from dialogue_gym.users.latent_state import toward_target

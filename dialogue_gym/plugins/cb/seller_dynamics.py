@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import TaskCard
-from dialogue_gym.cue_search import any_cue
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.judges.deal import accepts_price, states_deal
 from dialogue_gym.plugins.cb.seller_listings import Listing, price_step
 from dialogue_gym.plugins.cb.seller_presets import SellerPreset
-from dialogue_gym.prices import OfferReading, mask_prices, read_offer
-from dialogue_gym.text import text_view
+from dialogue_gym.text.cue_search import any_cue
+from dialogue_gym.text.prices import OfferReading, mask_prices, read_offer
+from dialogue_gym.text.view import text_view
 from dialogue_gym.users.analysis import UtteranceAnalyzer
 from dialogue_gym.users.concerns import MEANING_SCALE
 from dialogue_gym.users.meaning import ASKS

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dialogue_gym.cards import CardError, TaskCard
-from dialogue_gym.prices import listing_period
+from dialogue_gym.cards.card import CardError, TaskCard
+from dialogue_gym.text.prices import listing_period
 
 __all__ = ["Listing", "card_texts", "listing_bank", "listings_from_seeds", "price_step"]
 
@@ -51,7 +51,7 @@ class Listing:
     def period(self) -> str:
         """The period of the price: ``"month"`` for a rent, else ``"item"`` (one-off).
 
-        Read from ``unit`` (``" a month"``); see :func:`dialogue_gym.prices.read_offer`.
+        Read from ``unit`` (``" a month"``); see :func:`dialogue_gym.text.prices.read_offer`.
         """
         return listing_period(self.unit)
 

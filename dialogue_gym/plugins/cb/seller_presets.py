@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from dialogue_gym.calibration import shipped_table
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.plugins.cb.calibration import seller_floor_range
 from dialogue_gym.users.presets import calibrated
 

@@ -2,7 +2,7 @@
 
 * :meth:`EDPlugin.profile_text`: the speaker's emotion and prompt, for the BDI annotator.
 
-The corpus records no outcome, so :meth:`~dialogue_gym.task_plugin.TaskPlugin.real_outcome`
+The corpus records no outcome, so :meth:`~dialogue_gym.cards.task_plugin.TaskPlugin.real_outcome`
 stays generic (none).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from dialogue_gym.cards.task_plugin import TaskPlugin
 from dialogue_gym.plugins._profile import clip
-from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord
 
 __all__ = ["PLUGIN", "EDPlugin"]

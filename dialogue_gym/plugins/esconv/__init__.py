@@ -31,11 +31,11 @@ from types import MappingProxyType
 from typing import Any
 
 from dialogue_gym.calibration import fit, load_table
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.task_plugin import TaskPlugin
 from dialogue_gym.plugins._profile import clip
 from dialogue_gym.plugins.esconv import calibration as esconv_calibration
 from dialogue_gym.plugins.esconv.seeker import seeker_layers
-from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 
 __all__ = ["FAILED", "PLUGIN", "ESConvPlugin"]

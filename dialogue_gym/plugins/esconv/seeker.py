@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.users.persona import STRENGTH_RANGE, WILLINGNESS_RANGE, Persona
 
 __all__ = [

@@ -30,11 +30,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.task_plugin import TaskPlugin
 from dialogue_gym.plugins._profile import number
 from dialogue_gym.plugins.p4g import calibration as p4g_calibration
 from dialogue_gym.plugins.p4g.persona import SURVEY_SCALES, donated, shipped_propensity
-from dialogue_gym.task_plugin import TaskPlugin
 from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
 from dialogue_gym.users.persona import Persona
 

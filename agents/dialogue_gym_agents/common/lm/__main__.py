@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 
 __all__ = ["MERGED_KIND", "main", "merge_checkpoint"]
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dialogue_gym.backends import Backend, GenerationParams, make_backend
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym_agents.common.checkpoint import (
     Checkpoint,
     CheckpointMismatchError,

@@ -50,7 +50,7 @@ from typing import Any, Literal
 import torch
 
 from dialogue_gym.backends import Backend, BackendError, GenerationParams
-from dialogue_gym.cards import TaskCard
+from dialogue_gym.cards.card import TaskCard
 from dialogue_gym_agents.common.checkpoint import CorruptCheckpointError
 from dialogue_gym_agents.common.grpo import pad_token_rows
 from dialogue_gym_agents.common.lm.model import adapter_tensors, response_logprobs, save_adapter

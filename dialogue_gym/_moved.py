@@ -8,6 +8,11 @@ checks against its classes behave as before) and warns once with a :class:`Depre
 naming the new path. :data:`MOVED` is the table; a moved package (``wrappers``, ``vector``)
 carries its submodules along (:data:`MOVED_PACKAGES`).
 
+A task's own modules that moved into its plug-in (``dialogue_gym.data.p4g``,
+``dialogue_gym.calibration.cb``, ``dialogue_gym.users.seller``, ...) are in the table too;
+importing one of those old paths imports the plug-in, as the old module did its code (the
+core itself never does).
+
 The five old modules whose names the folders took (``cards``, ``env``, ``text``,
 ``evaluation``, ``cli``) are not in the table: the folder's ``__init__`` re-exports the old
 module's public names (``from dialogue_gym.env import DialogueEnv`` works unchanged).
@@ -59,6 +64,20 @@ MOVED: Mapping[str, str] = MappingProxyType(
         "dialogue_gym.agents": "dialogue_gym.evaluation.agents",
         "dialogue_gym.play": "dialogue_gym.cli.play",
         "dialogue_gym.play_replay": "dialogue_gym.cli.play_replay",
+        # A task's own code moved into its plug-in (issue 36 item 3).
+        "dialogue_gym.data.p4g": "dialogue_gym.plugins.p4g.loader",
+        "dialogue_gym.data.esconv": "dialogue_gym.plugins.esconv.loader",
+        "dialogue_gym.data.ed": "dialogue_gym.plugins.ed.loader",
+        "dialogue_gym.data.cb": "dialogue_gym.plugins.cb.loader",
+        "dialogue_gym.calibration.p4g": "dialogue_gym.plugins.p4g.calibration",
+        "dialogue_gym.calibration.p4g_persona": "dialogue_gym.plugins.p4g.persona",
+        "dialogue_gym.calibration.esconv": "dialogue_gym.plugins.esconv.calibration",
+        "dialogue_gym.calibration.cb": "dialogue_gym.plugins.cb.calibration",
+        "dialogue_gym.users.esconv_seeker": "dialogue_gym.plugins.esconv.seeker",
+        "dialogue_gym.users.seller": "dialogue_gym.plugins.cb.seller",
+        "dialogue_gym.users.seller_dynamics": "dialogue_gym.plugins.cb.seller_dynamics",
+        "dialogue_gym.users.seller_listings": "dialogue_gym.plugins.cb.seller_listings",
+        "dialogue_gym.users.seller_presets": "dialogue_gym.plugins.cb.seller_presets",
     }
 )
 """Old module path → its new path."""

@@ -7,38 +7,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_masp import tiny
 
 from dialogue_gym.cards import load_card
 from dialogue_gym_agents.common.checkpoint import load_checkpoint
 from dialogue_gym_agents.common.selfplay import Rollout
 from dialogue_gym_agents.masp.agent import load_models
-from dialogue_gym_agents.masp.config import MASPConfig, phase_config
+from dialogue_gym_agents.masp.config import phase_config
 from dialogue_gym_agents.masp.selfplay import SelfPlay
 from dialogue_gym_agents.masp.silver import SilverTrajectory, read_jsonl
 from dialogue_gym_agents.masp.train import train_masp
-
-TINY = {
-    "task": "P4G",
-    "encoder": "hashing",
-    "progress": False,
-    "tensorboard": False,
-    "silver_episodes": 16,
-    "mentalizer_epochs": 2,
-    "mentalizer_hidden": 32,
-    "hidden_sizes": (16,),
-    "bc_epochs": 2,
-    "system_bc": "scripted",
-    "groups": 2,
-    "group_size": 2,
-    "update_epochs": 1,
-    "iterations": 1,
-}
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("mix") / "run"
-    train_masp(MASPConfig(out=out, **TINY, opponent_mix=0.5))
+    train_masp(tiny(out, iterations=1, opponent_mix=0.5))
     return out
 
 
@@ -48,7 +32,7 @@ def _selfplay(run_dir: Path, mix: float) -> SelfPlay:
         SilverTrajectory.from_json(r)
         for r in read_jsonl(run_dir / "phase0-mentalizers" / "silver.jsonl")
     ]
-    config = MASPConfig(out=run_dir, **TINY, opponent_mix=mix)
+    config = tiny(run_dir, iterations=1, opponent_mix=mix)
     return SelfPlay(card, load_models(load_checkpoint(run_dir / "iter-0001"), card), silver, config)
 
 
@@ -85,12 +69,12 @@ def test_no_mix_builds_no_simulator_envs(run_dir: Path) -> None:
 
 def test_the_mix_is_part_of_the_run_only_away_from_its_default(tmp_path: Path) -> None:
     """Checkpoints made before the option existed still resume at its default."""
-    assert "opponent_mix" not in phase_config(MASPConfig(out=tmp_path, **TINY), 2)
-    assert phase_config(MASPConfig(out=tmp_path, **TINY, opponent_mix=0.25), 2)["opponent_mix"]
+    assert "opponent_mix" not in phase_config(tiny(tmp_path), 2)
+    assert phase_config(tiny(tmp_path, opponent_mix=0.25), 2)["opponent_mix"]
     with pytest.raises(ValueError, match="opponent-mix must be in"):
-        MASPConfig(out=tmp_path, **TINY, opponent_mix=1.5)
+        tiny(tmp_path, opponent_mix=1.5)
     with pytest.raises(ValueError, match="needs --opponent policy"):
-        MASPConfig(out=tmp_path, **TINY, opponent_mix=0.5, opponent="simulator")
+        tiny(tmp_path, opponent_mix=0.5, opponent="simulator")
 
 
 def test_rollouts_join_only_the_same_learners_separate_groups() -> None:

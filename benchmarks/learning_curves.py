@@ -525,7 +525,10 @@ def main() -> int:
                 )
                 print(f"  {method:<17} {budget:>8} exchanges  {cells}  ({len(points)} seeds)")
             wall = np.mean([run["seconds_per_step"] for run in runs])
-            print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")
+            if wall > 0:
+                print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")
+            else:  # resumed runs already past every budget: nothing trained in this invocation
+                print(f"  {method:<17} training wall time: not measured (runs reused as they were)")
     if _plot(results, args.out / "curves.svg"):
         print(f"plot: {args.out / 'curves.svg'}")
     return 0

@@ -47,7 +47,7 @@ import numpy as np
 import dialogue_gym
 from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.env.wrappers import ConcernActions, StrategyActions
-from dialogue_gym.metrics import episode_sl
+from dialogue_gym.metrics import episode_sl, seed_level_ci
 from dialogue_gym.testing.move_search import interface_lines, random_records, scripted_records
 from dialogue_gym_agents.common.rl import episode_outcomes
 from dialogue_gym_agents.common.seeding import derive_seed, isolated_global_rng, torch_threads
@@ -81,6 +81,44 @@ def _outcome(records: list[dict[str, Any]], card: TaskCard) -> dict[str, float]:
     return result
 
 
+def user_types(env_id: str, worst_case: bool) -> list[str]:
+    """The env ids a point is evaluated on: ``env_id``, and its task's soft users too.
+
+    With ``worst_case`` the task's other user type (``P4G-soft`` beside ``P4G-hard``) joins,
+    so each point also reports the worst case over the two (the MASP paper's worst-case SR).
+
+    Raises:
+        ValueError: ``worst_case`` for an env id whose soft counterpart is not registered.
+    """
+    if not worst_case:
+        return [env_id]
+    other = env_id.replace("-hard", "-soft") if "-hard" in env_id else None
+    try:
+        if other is None:
+            raise KeyError(env_id)
+        dialogue_gym.spec(other)
+    except KeyError:
+        raise ValueError(f"--worst-case: no soft user type registered beside {env_id!r}") from None
+    return [env_id, other]
+
+
+def worst_of(outcomes: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The first env's outcome, the others' under ``by_user`` and the worst SR/RCSR over all.
+
+    ``outcomes`` maps env id → outcome, the trained env first; with one env it is returned
+    as it is.
+    """
+    (_, outcome), *others = outcomes.items()
+    if not others:
+        return dict(outcome)
+    return {
+        **outcome,
+        "by_user": {env_id: dict(o) for env_id, o in others},
+        "worst_sr": min(o["sr"] for o in outcomes.values()),
+        "worst_rcsr": min(o["rcsr"] for o in outcomes.values()),
+    }
+
+
 def _play(model: Any, view: Any, seeds: range) -> dict[str, float]:
     """SR and RCSR (and SL on CB) of the deterministic policy on ``seeds``."""
     records = []
@@ -108,6 +146,30 @@ def _play_text(agent: Any, env: Any, seeds: range) -> dict[str, float]:
     return _outcome(records, env.unwrapped.card)
 
 
+def _play_everywhere(agent: Any, envs: dict[str, Any], seeds: range) -> dict[str, Any]:
+    """:func:`_play_text` on every env of ``envs`` (the trained one first), as :func:`worst_of`."""
+    return worst_of({env_id: _play_text(agent, env, seeds) for env_id, env in envs.items()})
+
+
+REPORTED = (
+    ("sr", "SR"),
+    ("rcsr", "RCSR"),
+    ("worst_sr", "worst SR"),
+    ("worst_rcsr", "worst RCSR"),
+    ("sl", "SL"),
+)
+"""The per-point figures printed, when every seed's point has them."""
+
+
+def over_seeds(values: list[float]) -> str:
+    """``mean [95 % t interval over seeds] (min-max)`` of one value per training seed."""
+    interval = seed_level_ci(values)
+    spread = f"({min(values):.2f}-{max(values):.2f})"
+    if len(values) < 2:
+        return f"{interval.mean:.2f} {spread}"
+    return f"{interval.mean:.2f} [{interval.low:.2f}, {interval.high:.2f}] {spread}"
+
+
 def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range) -> dict[str, Any]:
     """One PPO training run of the planner: the evaluated policy at every budget."""
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -122,7 +184,10 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
     factory = lambda: make_training_env(  # noqa: E731 - SB3 wants a thunk per env
         env_id, args.encoder, reward=args.reward, view=args.view
     )
-    evaluation = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
+    evaluations = {
+        user: VIEWS[args.view](dialogue_gym.make(user, encoder=args.eval_encoder))
+        for user in user_types(env_id, args.worst_case)
+    }
     points, trained, seconds = [], 0, 0.0
     with isolated_global_rng(derive_seed(seed, "ppo")), torch_threads(1):
         envs = DummyVecEnv([factory] * config.n_envs)
@@ -133,7 +198,8 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
             model.learn(budget - trained, reset_num_timesteps=False)
             seconds += time.perf_counter() - started
             trained = budget
-            points.append({"steps": budget, **_play(model, evaluation, test)})
+            outcomes = {user: _play(model, view, test) for user, view in evaluations.items()}
+            points.append({"steps": budget, **worst_of(outcomes)})
             print(f"  {env_id} seed {seed} {budget:>7} steps: {points[-1]}", flush=True)
         envs.close()
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
@@ -180,8 +246,11 @@ def _masp_curve(
         **(QUICK_MASP if args.quick else {}),
         **args.masp_options,
     }
-    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
-    card = evaluation.unwrapped.card
+    evaluations = {
+        user: dialogue_gym.make(user, encoder=args.eval_encoder)
+        for user in user_types(env_id, args.worst_case)
+    }
+    card = evaluations[env_id].unwrapped.card
     per_iteration = settings.get("groups", 8) * settings.get("group_size", 4) * card.max_exchanges
     points, iterations, seconds, trained = [], 0, 0.0, 0
     for budget in sorted(args.budgets):
@@ -196,7 +265,7 @@ def _masp_curve(
             trained = int(sum(v for _, _, v in steps))
             per_iteration = max(1, trained // max(1, len(steps)))
         agent = masp(card=card, checkpoint=out, deterministic=True)
-        points.append({"steps": trained, **_play_text(agent, evaluation, test)})
+        points.append({"steps": trained, **_play_everywhere(agent, evaluations, test)})
         print(f"  {method} {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
@@ -207,8 +276,11 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     from dialogue_gym_agents.siavpo.config import SiavpoConfig
     from dialogue_gym_agents.siavpo.train import train_siavpo
 
-    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
-    card = evaluation.unwrapped.card
+    evaluations = {
+        user: dialogue_gym.make(user, encoder=args.eval_encoder)
+        for user in user_types(env_id, args.worst_case)
+    }
+    card = evaluations[env_id].unwrapped.card
     quick = {"seeds_per_iteration": 2, "group_size": 2} if args.quick else {}
     rollouts = quick.get("seeds_per_iteration", 8) * quick.get("group_size", 8)
     per_iteration = rollouts * card.max_exchanges  # a bound until a run measures it
@@ -228,7 +300,7 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
         trained = int(info["env_steps"])
         per_iteration = max(1, trained // max(1, int(info["iterations"])))
         agent = siavpo(card, checkpoint=str(out), deterministic=True)
-        points.append({"steps": trained, **_play_text(agent, evaluation, test)})
+        points.append({"steps": trained, **_play_everywhere(agent, evaluations, test)})
         print(f"  siavpo {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
@@ -246,8 +318,11 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
     from dialogue_gym_agents.planner.train import train_planner
     from dialogue_gym_agents.sft.retrieval import RetrievalConfig, sft_retrieval, train_retrieval
 
-    evaluation = dialogue_gym.make(env_id, encoder=args.eval_encoder)
-    card = evaluation.unwrapped.card
+    evaluations = {
+        user: dialogue_gym.make(user, encoder=args.eval_encoder)
+        for user in user_types(env_id, args.worst_case)
+    }
+    card = evaluations[env_id].unwrapped.card
     if card.corpus is None:
         return {}
     with_moves = args.view == "concern" and card.strategies and card.concerns
@@ -263,7 +338,7 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
                 )
             )  # fmt: skip
         agent = sft_retrieval(card, checkpoint=out, seed=seed)
-        _record(lines, "retrieval", _play_text(agent, evaluation, test))
+        _record(lines, "retrieval", _play_everywhere(agent, evaluations, test))
         if with_moves:
             moves_out = args.out / "sft-moves" / env_id / f"seed{seed}"
             if not (moves_out / "checkpoint.json").is_file():
@@ -276,17 +351,24 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
                 )  # fmt: skip
             for line, deterministic in (("moves", True), ("moves sampled", False)):
                 agent = planner(card, checkpoint=moves_out, deterministic=deterministic)
-                _record(lines, line, _play_text(agent, evaluation, test))
+                _record(lines, line, _play_everywhere(agent, evaluations, test))
         rates = ", ".join(f"{k} {v[-1]:.2f}" for k, v in lines.items())
         print(f"  sft {env_id} seed {seed}: SR {rates}", flush=True)
     return lines
 
 
-def _record(lines: dict[str, list[float]], kind: str, outcome: dict[str, float]) -> None:
-    """Appends an SFT evaluation's SR to line ``kind`` (and its SL to ``kind SL`` on CB)."""
+def _record(lines: dict[str, list[float]], kind: str, outcome: dict[str, Any]) -> None:
+    """Appends an SFT evaluation's SR to line ``kind``.
+
+    Also its SL to ``kind SL`` on CB, and with ``--worst-case`` its RCSR and the worst case
+    over user types to ``kind RCSR``, ``kind worst SR`` and ``kind worst RCSR``.
+    """
     lines.setdefault(kind, []).append(outcome["sr"])
-    if "sl" in outcome:
-        lines.setdefault(f"{kind} SL", []).append(outcome["sl"])
+    for key, suffix in (("sl", "SL"), ("worst_sr", "worst SR"), ("worst_rcsr", "worst RCSR")):
+        if key in outcome:
+            lines.setdefault(f"{kind} {suffix}", []).append(outcome[key])
+    if "worst_sr" in outcome:
+        lines.setdefault(f"{kind} RCSR", []).append(outcome["rcsr"])
 
 
 class _Quiet:
@@ -312,6 +394,17 @@ def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, floa
     lines = {"scripted": scripted["sr"], "random": randomly["sr"]}
     if "sl" in scripted:
         lines |= {"scripted SL": scripted["sl"], "random SL": randomly["sl"]}
+    for other in user_types(env_id, args.worst_case)[1:]:
+        soft_view = VIEWS[args.view](dialogue_gym.make(other, encoder=args.eval_encoder))
+        soft = _outcome(scripted_records(other, args.episodes, args.seed, args.eval_encoder),
+                        soft_view.card)  # fmt: skip
+        soft_random = _outcome(random_records(soft_view, test, args.seed), soft_view.card)
+        lines |= {
+            "scripted RCSR": scripted["rcsr"],
+            "scripted worst SR": min(scripted["sr"], soft["sr"]),
+            "scripted worst RCSR": min(scripted["rcsr"], soft["rcsr"]),
+            "random worst SR": min(randomly["sr"], soft_random["sr"]),
+        }
     if not args.bounds:
         return lines
     train = range(100_000, 100_000 + args.bound_episodes)
@@ -377,6 +470,12 @@ def main() -> int:
         "reward_teacher=oracle); repeatable; its curve is named after it",
     )
     parser.add_argument(
+        "--worst-case",
+        action="store_true",
+        help="also evaluate every point on the task's soft users and report the worst case "
+        "over the two user types (SR and RCSR)",
+    )
+    parser.add_argument(
         "--sft",
         action="store_true",
         help="also SFT per training seed, as lines: response retrieval on the task's corpus and "
@@ -415,24 +514,21 @@ def main() -> int:
         lines = "  ".join(f"{k} {v:.2f}" for k, v in result["lines"].items())
         print(f"{env_id}: {lines}")
         for kind, rates in result.get("sft", {}).items():
-            print(f"  sft {kind} per seed: {', '.join(f'{v:.2f}' for v in rates)}")
+            print(f"  sft {kind:<28} {over_seeds(rates)}")
         for method, runs in result["methods"].items():
             for index, budget in enumerate(sorted(args.budgets)):
-                sr = [run["points"][index]["sr"] for run in runs]
-                rcsr = [run["points"][index]["rcsr"] for run in runs]
-                sl = [run["points"][index].get("sl") for run in runs]
-                utility = (
-                    f"  SL {np.mean(sl):.2f} [{min(sl):.2f}, {max(sl):.2f}]"
-                    if None not in sl
-                    else ""
+                points = [run["points"][index] for run in runs]
+                cells = "  ".join(
+                    f"{label} {over_seeds([p[key] for p in points])}"
+                    for key, label in REPORTED
+                    if all(key in p for p in points)
                 )
-                print(
-                    f"  {method:<17} {budget:>8} exchanges  SR {np.mean(sr):.2f} "
-                    f"[{min(sr):.2f}, {max(sr):.2f}]  RCSR {np.mean(rcsr):.2f}{utility}  "
-                    f"({len(sr)} seeds)"
-                )
+                print(f"  {method:<17} {budget:>8} exchanges  {cells}  ({len(points)} seeds)")
             wall = np.mean([run["seconds_per_step"] for run in runs])
-            print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")
+            if wall > 0:
+                print(f"  {method:<17} training wall time {1000 * wall:.1f} ms/exchange (1 thread)")
+            else:  # resumed runs already past every budget: nothing trained in this invocation
+                print(f"  {method:<17} training wall time: not measured (runs reused as they were)")
     if _plot(results, args.out / "curves.svg"):
         print(f"plot: {args.out / 'curves.svg'}")
     return 0

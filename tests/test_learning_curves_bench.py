@@ -81,3 +81,43 @@ def test_a_masp_ablation_is_its_own_curve(tmp_path: Path) -> None:
         [*command[:6], "--masp-option", "betaa=0"], capture_output=True, text=True, check=False
     )
     assert wrong.returncode == 2 and "no field betaa" in wrong.stderr
+
+
+def test_worst_case_evaluates_the_soft_users_too(tmp_path: Path) -> None:
+    """``--worst-case``: every point and line also on P4G-soft, with the worst of the two."""
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), "--envs", "P4G-hard",
+        "--methods", "planner", "masp-system-only", "--seeds", "0", "1", "--budgets", "64",
+        "--episodes", "2", "--no-bounds", "--encoder", "hashing", "--eval-encoder", "hashing",
+        "--quick", "--worst-case", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]
+    for runs in results["methods"].values():
+        for run in runs:
+            (point,) = run["points"]
+            soft = point["by_user"]["P4G-soft"]
+            assert point["worst_sr"] == min(point["sr"], soft["sr"])
+            assert point["worst_rcsr"] == min(point["rcsr"], soft["rcsr"])
+    lines = results["lines"]
+    assert lines["scripted worst SR"] <= lines["scripted"]
+    assert "worst SR" in done.stdout and "worst RCSR" in done.stdout
+    # Two seeds: each figure is a mean with its 95 % t interval over seeds and the range.
+    assert "(2 seeds)" in done.stdout and " [" in done.stdout.split("exchanges", 1)[1]
+
+
+def test_worst_case_needs_a_soft_user_type(tmp_path: Path) -> None:
+    from importlib import util
+
+    path = ROOT / "benchmarks" / "learning_curves.py"
+    spec = util.spec_from_file_location("learning_curves", path)
+    assert spec is not None and spec.loader is not None
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.user_types("P4G-hard", worst_case=False) == ["P4G-hard"]
+    assert module.user_types("P4G-hard", worst_case=True) == ["P4G-hard", "P4G-soft"]
+    import pytest
+
+    with pytest.raises(ValueError, match="no soft user type"):
+        module.user_types("P4G-soft", worst_case=True)

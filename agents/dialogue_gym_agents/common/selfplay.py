@@ -70,6 +70,27 @@ class Rollout:
     def __len__(self) -> int:
         return len(self.actions)
 
+    def extend(self, other: Rollout) -> None:
+        """Appends ``other``'s steps (the same learner's, from episode groups of its own).
+
+        Returns and advantages are per step and were normalized within each group, so batches
+        played apart (e.g. against different opponents) join into one update unchanged.
+
+        Raises:
+            ValueError: ``other`` is another seat's, or shares a group key with this one.
+        """
+        if other.learner != self.learner:
+            raise ValueError(f"cannot join {other.learner!r} steps to {self.learner!r} steps")
+        if {g[0] if isinstance(g, tuple) else g for g in other.groups} & {
+            g[0] if isinstance(g, tuple) else g for g in self.groups
+        }:
+            raise ValueError("the rollouts share an episode group: their advantages would mix")
+        for name in ("contexts", "actions", "logp_old", "rewards", "groups", "records",
+                     "prefixes", "q"):  # fmt: skip
+            getattr(self, name).extend(getattr(other, name))
+        self.returns = np.concatenate([self.returns, other.returns])
+        self.advantages = np.concatenate([self.advantages, other.advantages])
+
     def stats(self) -> dict[str, float]:
         """Mean reward per step and per episode, mean q, SR and RCSR of the episodes."""
         T = max((int(r.get("T", 8)) for r in self.records), default=8)

@@ -115,6 +115,13 @@ class MASPConfig(TrainConfig):
     update_user: bool = option(
         True, "update the user policy (off: it stays the warm start)", metadata=P2
     )
+    opponent_mix: float = option(
+        0.0,
+        "with --opponent policy: the share of each system rollout's episode groups played "
+        "against the simulator instead of the user policy (0: pure self-play, the paper's; "
+        "a mixed pool keeps the system learning when the co-trained user stops agreeing)",
+        metadata={**P2, "omit_default": True},
+    )
     reward_teacher: Literal["learned", "oracle"] = option(
         "learned",
         "the reward-side state: the frozen learned teacher, or the simulator's oracle state",
@@ -208,6 +215,11 @@ class MASPConfig(TrainConfig):
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise ValueError("--heldout-fraction must be in (0, 1)")
+        if not 0.0 <= self.opponent_mix <= 1.0:
+            raise ValueError(f"--opponent-mix must be in [0, 1], got {self.opponent_mix}")
+        if self.opponent_mix > 0 and self.opponent != "policy":
+            raise ValueError("--opponent-mix mixes the user policy with the simulator: it needs "
+                             "--opponent policy")  # fmt: skip
         if not 0.0 <= self.real_fraction < 1.0:
             raise ValueError("--real-fraction must be in [0, 1)")
         if not 0.0 <= self.gamma <= 1.0:
@@ -276,10 +288,19 @@ class MASPConfig(TrainConfig):
 
 
 def phase_config(config: MASPConfig, phase: int) -> dict[str, Any]:
-    """The settings phase ``phase``'s checkpoint depends on (it and the earlier phases)."""
+    """The settings phase ``phase``'s checkpoint depends on (it and the earlier phases).
+
+    A setting added after checkpoints were made (``omit_default`` in its metadata) counts only
+    away from its default, so those checkpoints still resume.
+    """
     values = config_to_dict(config)
     keep = set(_INHERITED)
-    keep |= {f.name for f in dataclasses.fields(config) if f.metadata.get("phase", 9) <= phase}
+    keep |= {
+        f.name
+        for f in dataclasses.fields(config)
+        if f.metadata.get("phase", 9) <= phase
+        and not (f.metadata.get("omit_default") and values[f.name] == f.default)
+    }
     if phase >= 1 or config.silver is not None:  # the corpora are read by --silver and phase 1
         keep.add("data")
     return {name: values[name] for name in sorted(keep)}

@@ -89,19 +89,32 @@ class SelfPlay:
         personas = persona_split(card, config.heldout_fraction)["train"]
         self.envs: list[DialogueEnv] = []
         self.seats: dict[str, list[Seat]] = {"system": [], "user": []}
+        # --opponent-mix: the first groups of each system rollout play the simulator itself.
+        self.simulator_groups = round(config.groups * config.opponent_mix)
+        self.simulator_envs: list[DialogueEnv] = []
+        self.simulator_seats: list[Seat] = []
         make_seats = seats or self.strategy_seats
-        for _ in range(config.groups * config.group_size):
+        for index in range((config.groups + self.simulator_groups) * config.group_size):
+            against_simulator = index >= config.groups * config.group_size
             user = CognitiveUser(card, encoder, preset=config.selfplay_user, personas=personas)
             env = DialogueEnv.from_options(
                 card,
                 user=user,
                 encoder=encoder,
-                external=("system", "user") if self.selfplay_user else ("system",),
+                external=(
+                    ("system", "user")
+                    if self.selfplay_user and not against_simulator
+                    else ("system",)
+                ),
                 teacher=teacher,
                 max_exchanges=T,
                 weights=weights,
                 env_id=f"{card.id}-{config.selfplay_user}-selfplay",
             )
+            if against_simulator:
+                self.simulator_envs.append(env)
+                self.simulator_seats.append(make_seats(env)["system"])
+                continue
             self.envs.append(env)
             for name, seat in make_seats(env).items():
                 self.seats[name].append(seat)
@@ -141,8 +154,13 @@ class SelfPlay:
         }
 
     def rollout(self, k: int, learner: str, generator: torch.Generator) -> Rollout:
-        """Groups of episodes (one seed per group) with ``learner``'s steps kept."""
+        """Groups of episodes (one seed per group) with ``learner``'s steps kept.
+
+        The system's rollout with ``--opponent-mix`` also plays that share of the groups
+        against the simulator (the first groups: their seeds, then the user policy's groups).
+        """
         config = self.config
+        mixed = self.simulator_groups if learner == "system" else 0
         seeds, groups, seat_seeds = [], [], []
         for g in range(config.groups):
             seed = derive_seed(config.seed, "episode", k, learner, g)
@@ -153,10 +171,27 @@ class SelfPlay:
         seats = {"system": self.seats["system"]}
         if self.selfplay_user:
             seats["user"] = self.seats["user"]
-        return play(
-            self.envs, seeds, groups, seats, self.policies, learner, generator, config.gamma,
-            seat_seeds,
+        if not mixed:
+            return play(
+                self.envs, seeds, groups, seats, self.policies, learner, generator,
+                config.gamma, seat_seeds,
+            )  # fmt: skip
+        # Groups 0..mixed-1 against the simulator, the rest against the user policy; the same
+        # episode seeds as pure self-play's groups, so only the opponent changes.
+        cut = mixed * config.group_size
+        rollout = play(
+            self.simulator_envs[:cut], seeds[:cut], groups[:cut],
+            {"system": self.simulator_seats[:cut]}, self.policies, learner, generator,
+            config.gamma, seat_seeds[:cut],
         )  # fmt: skip
+        if cut < len(seeds):
+            against_policy = play(
+                self.envs[cut:], seeds[cut:], groups[cut:],
+                {name: seat[cut:] for name, seat in seats.items()}, self.policies, learner,
+                generator, config.gamma, seat_seeds[cut:],
+            )  # fmt: skip
+            rollout.extend(against_policy)
+        return rollout
 
     def refresh_student(
         self, prefixes: Sequence[tuple[Any, str]], generator: torch.Generator

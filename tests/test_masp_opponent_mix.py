@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_masp import tiny
 
-from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import load_card
 from dialogue_gym_agents.common.checkpoint import load_checkpoint
 from dialogue_gym_agents.common.selfplay import Rollout
 from dialogue_gym_agents.masp.agent import load_models

@@ -196,8 +196,14 @@ def play_strategy_view(env_id: str, episodes: int, seed: int, encoder: str) -> l
     """Episodes of the env's StrategyActions view under seeded random strategies, every step."""
     import numpy as np
 
-    from dialogue_gym.env.registry import make
-    from dialogue_gym.env.wrappers import StrategyActions
+    # The package-level names and this fallback hold in trees from before and after the
+    # folders by concept (issue 36), so one worker plays both.
+    from dialogue_gym import make
+
+    try:
+        from dialogue_gym.env.wrappers import StrategyActions
+    except ImportError:  # a tree from before the folders: wrappers/ at the top
+        from dialogue_gym.wrappers import StrategyActions  # type: ignore[no-redef]
 
     env = StrategyActions(make(env_id, encoder=encoder))
     rng = np.random.default_rng(seed)
@@ -231,7 +237,7 @@ def run_cells(
     cells: Sequence[Cell], episodes: int, seed: int, encoder: str, tree: Path
 ) -> dict[str, Any]:
     """Plays every cell; ``{"env|agent|mode": {"records": [...]}}`` or ``{"error": ...}``."""
-    from dialogue_gym.evaluation.run import evaluate
+    from dialogue_gym import evaluate  # the package-level name: valid in every tree
 
     results: dict[str, Any] = {}
     for env_id, agent, mode in cells:
@@ -263,7 +269,7 @@ def worker(args: argparse.Namespace) -> int:
     """Plays the cells in this process (its tree on the path) and writes them to ``--out``."""
     tree = Path(args.worker).resolve()
     isolate_imports(tree)
-    from dialogue_gym.env.registry import registry
+    from dialogue_gym import registry  # the package-level name: valid in every tree
 
     env_ids = args.envs or sorted(registry)
     cells = (

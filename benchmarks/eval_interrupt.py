@@ -2,7 +2,8 @@
 
 A project-written OpenAI-compatible test server on 127.0.0.1 answers every chat completion
 after ``--latency`` seconds (30 by default: a slow, overloaded endpoint). The command line
-runs P4G-hard with ``--concurrency N`` as a subprocess, in two set-ups:
+runs P4G-hard with ``--concurrency N`` (or, with ``--num-envs``, on a vector env of N
+sub-envs: ``--num-envs N``) as a subprocess, in two set-ups:
 
 * ``agent``: the LLM system agent (``openai:MODEL``): every worker's agent waits on its own
   request;
@@ -15,7 +16,7 @@ exited (target: at most 2 s; before issue 36 it waited for every request in flig
 times; the exit status and any traceback or retry line on stderr are reported.
 
 Usage: ``python benchmarks/eval_interrupt.py [--concurrency 16] [--latency 30] [--repeats 3]
-[--twice]``
+[--twice] [--num-envs]``
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from dialogue_gym.testing.server import TestServer
 NOISE = ("Traceback", "Bad file descriptor", "retrying", "Exception ignored")
 
 
-def command(setup: str, url: str, out: Path, concurrency: int) -> list[str]:
-    """The ``eval`` command line of one set-up."""
+def command(setup: str, url: str, out: Path, concurrency: int, vector: bool = False) -> list[str]:
+    """The ``eval`` command line of one set-up (``vector``: ``--num-envs N``)."""
     argv = [
         sys.executable,
         "-m",
@@ -46,7 +47,8 @@ def command(setup: str, url: str, out: Path, concurrency: int) -> list[str]:
         "--encoder",
         "hashing",
     ]
-    argv += ["--episodes", str(4 * concurrency), "--concurrency", str(concurrency)]
+    argv += ["--episodes", str(4 * concurrency)]
+    argv += ["--num-envs" if vector else "--concurrency", str(concurrency)]
     argv += ["--out", str(out), "--no-progress"]
     if setup == "agent":
         return [*argv, "--agent", "openai:bench-model", "--base-url", url]
@@ -56,12 +58,14 @@ def command(setup: str, url: str, out: Path, concurrency: int) -> list[str]:
     return [*argv, "--env-option", f"backend_options={options}"]
 
 
-def stop_once(setup: str, concurrency: int, latency: float, twice: bool) -> tuple[float, int, str]:
+def stop_once(
+    setup: str, concurrency: int, latency: float, twice: bool, vector: bool = False
+) -> tuple[float, int, str]:
     """One run: the seconds from SIGINT to exit, the exit status and stderr."""
     with tempfile.TemporaryDirectory() as tmp, TestServer(latency=latency) as server:
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "OMP_NUM_THREADS": "1"}
         proc = subprocess.Popen(
-            command(setup, server.url, Path(tmp) / "run", concurrency),
+            command(setup, server.url, Path(tmp) / "run", concurrency, vector),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -90,14 +94,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--twice", action="store_true", help="a second SIGINT after 0.1 s")
     parser.add_argument("--setups", nargs="+", default=["agent", "judges"])
+    parser.add_argument(
+        "--num-envs",
+        action="store_true",
+        help="play on a vector env of N sub-envs (--num-envs N) instead of N worker threads",
+    )
     args = parser.parse_args()
+    how = "--num-envs" if args.num_envs else "--concurrency"
     print(
-        f"SIGINT -> exit, --concurrency {args.concurrency}, {args.latency:g} s per request"
+        f"SIGINT -> exit, {how} {args.concurrency}, {args.latency:g} s per request"
         + (", second SIGINT after 0.1 s" if args.twice else "")
     )
     for setup in args.setups:
         runs = [
-            stop_once(setup, args.concurrency, args.latency, args.twice)
+            stop_once(setup, args.concurrency, args.latency, args.twice, args.num_envs)
             for _ in range(args.repeats)
         ]
         times = [seconds for seconds, _, _ in runs]

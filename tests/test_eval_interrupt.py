@@ -1,15 +1,18 @@
-"""Ctrl-C during ``eval --concurrency`` against a slow endpoint (issue 36, item 5).
+"""Ctrl-C during ``eval --concurrency`` or ``--num-envs`` on a slow endpoint (issue 36, item 5).
 
 The command line runs as a subprocess against a real OpenAI-compatible server on 127.0.0.1
 (:class:`~dialogue_gym.testing.server.TestServer`) whose requests take a minute. Ctrl-C must
 not wait for them: the process exits long before any in-flight request could be answered,
 keeps the episodes that had ended, and a resume (against another, fast server) completes the
-run with every episode recorded once. The timings are behaviour, not wall-clock bounds: the
-two-second figure is measured by ``benchmarks/eval_interrupt.py``.
+run with every episode recorded once. Both ways of playing episodes at once stop alike: worker
+threads (``--concurrency``) and a vector env's sub-envs (``--num-envs``). The timings are
+behaviour, not wall-clock bounds: the two-second figure is measured by
+``benchmarks/eval_interrupt.py``.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import subprocess
@@ -24,6 +27,7 @@ from test_eval_reliability import _interruptible, _record_count
 from test_evaluation import read_jsonl
 
 from dialogue_gym.backends import BackendError, make_backend
+from dialogue_gym.env.vector.batching import SlotRunner, StepRounds
 from dialogue_gym.evaluation.run import EPISODES_FILE
 from dialogue_gym.mind.threads import DaemonPool
 from dialogue_gym.testing.server import TestServer
@@ -31,27 +35,32 @@ from dialogue_gym.testing.server import TestServer
 SLOW = 60.0
 """Seconds each slow request takes: far longer than stopping may take on a loaded machine."""
 EPISODES, CONCURRENCY = 64, 16
-FAST = 40
+FAST = {"--concurrency": 40, "--num-envs": 2 * CONCURRENCY}
 """Requests answered at once before the server turns slow. An episode takes one or two
-requests (two exchanges), so some worker has had three fast ones (an episode of its ended)
-and at most 40 episodes end: the other 24 keep all 16 workers waiting on slow requests."""
+requests (two exchanges). Worker threads: some worker has had three fast ones (an episode of
+its ended) and at most 40 episodes end: the other 24 keep all 16 workers waiting on slow
+requests. A vector env steps its 16 sub-envs together, one request each per step (a finished
+one starts the next episode at once): the first two steps are fast, so the 16 first episodes
+have ended, and the third step has all 16 sub-envs waiting on slow requests."""
 NOISE = ("Traceback", "Bad file descriptor", "retrying", "Exception ignored")
+WAYS = ["--concurrency", "--num-envs"]
+"""The two ways of playing episodes at once: worker threads and a vector env."""
 
 
-def _argv(url: str, out: Path) -> list[str]:
+def _argv(url: str, out: Path, way: str = "--concurrency") -> list[str]:
     argv = [sys.executable, "-m", "dialogue_gym.cli.commands", "eval", "P4G-hard"]
     argv += ["--agent", "openai:test-model", "--base-url", url, "--encoder", "hashing"]
-    argv += ["--episodes", str(EPISODES), "--concurrency", str(CONCURRENCY), "--out", str(out)]
+    argv += ["--episodes", str(EPISODES), way, str(CONCURRENCY), "--out", str(out)]
     return [*argv, "--env-option", "max_exchanges=2", "--no-progress"]
 
 
 ENV = {**os.environ, "OPENAI_API_KEY": "sk-test-interrupt", "OMP_NUM_THREADS": "1"}
 
 
-def _start_stuck(server: TestServer, out: Path) -> subprocess.Popen[bytes]:
+def _start_stuck(server: TestServer, out: Path, way: str) -> subprocess.Popen[bytes]:
     """Starts the run and waits until some episodes ended and every worker waits on a request."""
     proc = subprocess.Popen(
-        _argv(server.url, out),
+        _argv(server.url, out, way),
         env=ENV,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -65,14 +74,16 @@ def _start_stuck(server: TestServer, out: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
-def _slow_server() -> TestServer:
-    return TestServer(latency=lambda i: 0.0 if i < FAST else SLOW)
+def _slow_server(way: str) -> TestServer:
+    fast = FAST[way]
+    return TestServer(latency=lambda i: 0.0 if i < fast else SLOW)
 
 
-def _resume_completes(out: Path, before: bytes) -> None:
+def _resume_completes(out: Path, before: bytes, way: str) -> None:
     """A resume against a fast server plays the rest; every episode is recorded once."""
     with TestServer() as fast:  # another endpoint: transport is not part of the run
-        done = subprocess.run(_argv(fast.url, out), env=ENV, capture_output=True, timeout=600)
+        argv = _argv(fast.url, out, way)
+        done = subprocess.run(argv, env=ENV, capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode()
     data = (out / EPISODES_FILE).read_bytes()
     assert data.startswith(before)  # nothing rewritten
@@ -80,10 +91,11 @@ def _resume_completes(out: Path, before: bytes) -> None:
     assert episodes == list(range(EPISODES))
 
 
-def test_ctrl_c_does_not_wait_for_requests_in_flight(tmp_path: Path) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_ctrl_c_does_not_wait_for_requests_in_flight(tmp_path: Path, way: str) -> None:
     out = tmp_path / "run"
-    with _slow_server() as server:
-        proc = _start_stuck(server, out)
+    with _slow_server(way) as server:
+        proc = _start_stuck(server, out, way)
         requests = server.chat_requests
         waiting = [r for r in requests if r.finished is None]  # the slow ones in flight
         answerable = min(r.started for r in waiting) + SLOW  # the first slow answer
@@ -105,13 +117,14 @@ def test_ctrl_c_does_not_wait_for_requests_in_flight(tmp_path: Path) -> None:
     assert 1 <= len(records) < EPISODES
     assert len({r["episode"] for r in records}) == len(records)
     assert not any(r["errored"] for r in records)  # no episode cut short was recorded
-    _resume_completes(out, (out / EPISODES_FILE).read_bytes())
+    _resume_completes(out, (out / EPISODES_FILE).read_bytes(), way)
 
 
-def test_a_second_ctrl_c_exits_at_once_and_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_a_second_ctrl_c_exits_at_once_and_cleanly(tmp_path: Path, way: str) -> None:
     out = tmp_path / "run"
-    with _slow_server() as server:
-        proc = _start_stuck(server, out)
+    with _slow_server(way) as server:
+        proc = _start_stuck(server, out, way)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)  # two signals at once would reach Python as one
         if proc.poll() is None:
@@ -128,7 +141,7 @@ def test_a_second_ctrl_c_exits_at_once_and_cleanly(tmp_path: Path) -> None:
     assert proc.returncode in (130, -signal.SIGINT), text
     assert not [noise for noise in NOISE if noise in text], text
     # Whatever the second signal cut short, the journal resumes: whole records only.
-    _resume_completes(out, b"")
+    _resume_completes(out, b"", way)
 
 
 # -- the pieces: worker pools and backends that let go -------------------------------------------
@@ -191,3 +204,21 @@ def test_closing_a_backend_waits_for_no_request_and_retries_none(
         # Closing is not the end of the backend: used again, it opens a new client.
         assert backend.generate([{"role": "user", "content": "Hi"}])[0].text == "echo: Hi"
         backend.close()
+
+
+def test_an_interrupted_vector_step_abandons_its_members() -> None:
+    # Ctrl-C while every sub-env waits on a request: the step leaves at once, and closing the
+    # runner waits for none of them (its threads are daemon threads, left to end on their own).
+    runner = SlotRunner(2, StepRounds())
+    gate = threading.Event()
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run({0: lambda: gate.wait(60), 1: lambda: gate.wait(60)}, threaded=True)
+    runner.close()
+    members = [t for t in threading.enumerate() if t.name.startswith("dialogue_gym-vec")]
+    assert len(members) == 2 and all(t.is_alive() and t.daemon for t in members)
+    gate.set()
+    for thread in members:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in members)

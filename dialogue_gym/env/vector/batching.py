@@ -6,6 +6,13 @@ the shared LLM backend) wait until every member waits, then run as one batched c
 component. :class:`SlotRunner` runs the per-sub-env tasks of a vector ``step`` or ``reset``,
 in this thread or as round members on a pool. See :mod:`dialogue_gym.env.vector` for why the
 rounds never change a transcript.
+
+Stopping: the members and the batched calls run on daemon threads
+(:class:`~dialogue_gym.mind.threads.DaemonPool`), and the calling thread waits for them in
+short slices, so Ctrl-C reaches it at once, even while every member waits on a slow LLM
+request. Once interrupted, the runner abandons its members rather than waiting for their
+requests (closing it waits for none): they end with the process, as the workers of the
+threaded evaluation loop do.
 """
 
 from __future__ import annotations
@@ -14,15 +21,21 @@ import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
 
 from dialogue_gym.backends.base import BaseBackend, Completion, SampleRequest
+from dialogue_gym.mind.threads import DaemonPool
 from dialogue_gym.types import ArrayOrFloat, Encoder
 
 __all__ = ["BatchingBackend", "BatchingEncoder", "SlotRunner", "StepRounds"]
+
+_POLL_SECONDS = 0.2
+"""How often the calling thread wakes while the members run. A signal lands on whichever
+thread the kernel picks and Python runs its handler on the main thread only when that thread
+next runs bytecode; waking it now and then bounds how late Ctrl-C takes effect."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -54,12 +67,19 @@ class StepRounds:
         self._pending: list[_Call] = []
 
     def run(
-        self, tasks: Sequence[Callable[[], Any]], pool: ThreadPoolExecutor
+        self, tasks: Sequence[Callable[[], Any]], pool: DaemonPool | ThreadPoolExecutor
     ) -> list[tuple[Any, BaseException | None]]:
-        """Runs ``tasks`` as members on ``pool``; returns ``(result, exception)`` per task."""
+        """Runs ``tasks`` as members on ``pool``; returns ``(result, exception)`` per task.
+
+        The calling thread waits in slices of :data:`_POLL_SECONDS`, so an exception raised in
+        it (Ctrl-C) leaves at once; the members go on, abandoned, on ``pool``'s threads.
+        """
         with self._cond:
             self._members += len(tasks)
         futures = [pool.submit(self._member, task) for task in tasks]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=_POLL_SECONDS)
         return [future.result() for future in futures]
 
     def call(self, key: Any, handler: Callable[[list[Any]], list[Any]], payload: Any) -> Any:
@@ -119,8 +139,12 @@ class StepRounds:
             if len(groups) == 1:
                 _run_group(next(iter(groups.values())))
             else:  # e.g. an encoder batch and a judge batch: neither waits for the other
-                with ThreadPoolExecutor(len(groups)) as pool:
-                    list(pool.map(_run_group, groups.values()))
+                # Daemon threads: a group inside a slow request never holds up the exit.
+                pool = DaemonPool(len(groups), name="dialogue_gym-round")
+                try:
+                    pool.map(_run_group, list(groups.values()))
+                finally:
+                    pool.shutdown(wait=False)  # every group has returned: the threads end
         finally:
             self._local.role = role
             with self._cond:
@@ -232,12 +256,19 @@ class BatchingBackend(BaseBackend):
 
 
 class SlotRunner:
-    """Runs per-sub-env tasks in this thread or as :class:`StepRounds` members on a pool."""
+    """Runs per-sub-env tasks in this thread or as :class:`StepRounds` members on a pool.
+
+    The pool's threads are daemon threads (:class:`~dialogue_gym.mind.threads.DaemonPool`):
+    when a run is interrupted (Ctrl-C in the calling thread) while members wait on LLM
+    requests, :meth:`close` abandons them instead of waiting, and the interpreter does not
+    wait for them at exit either.
+    """
 
     def __init__(self, num_envs: int, rounds: StepRounds) -> None:
         self.rounds = rounds
         self._num_envs = num_envs
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonPool | None = None
+        self._abandoned = False
 
     def run(
         self, tasks: Mapping[int, Callable[[], Any]], threaded: bool
@@ -260,15 +291,23 @@ class SlotRunner:
                     outcomes[i] = (None, exc)
             return outcomes
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._num_envs, thread_name_prefix="dialogue_gym-vec")
-        results = self.rounds.run(list(tasks.values()), self._pool)
+            self._pool = DaemonPool(self._num_envs, name="dialogue_gym-vec")
+        try:
+            results = self.rounds.run(list(tasks.values()), self._pool)
+        except BaseException:
+            self._abandoned = True  # members may still run (Ctrl-C): close must not wait
+            raise
         for _, error in results:
             if error is not None and not isinstance(error, Exception):
                 raise error  # KeyboardInterrupt, SystemExit: not a sub-env failure
         return dict(zip(tasks, results, strict=True))
 
     def close(self) -> None:
-        """Shuts the worker pool down (waits for running tasks)."""
+        """Shuts the worker pool down.
+
+        Waits for its threads, unless a run was interrupted: then its members may sit in
+        requests for as long as the endpoint takes, and are left to end with the process.
+        """
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=not self._abandoned, cancel_futures=self._abandoned)
             self._pool = None

@@ -211,10 +211,15 @@ def test_an_interrupted_vector_step_abandons_its_members() -> None:
     # runner waits for none of them (its threads are daemon threads, left to end on their own).
     runner = SlotRunner(2, StepRounds())
     gate = threading.Event()
-    timer = threading.Timer(0.5, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        runner.run({0: lambda: gate.wait(60), 1: lambda: gate.wait(60)}, threaded=True)
+    # Python's own handler, whoever launched the tests (interrupt_main does nothing while
+    # SIGINT is ignored, as in a shell's background job).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.5, _thread.interrupt_main).start()
+        with pytest.raises(KeyboardInterrupt):
+            runner.run({0: lambda: gate.wait(60), 1: lambda: gate.wait(60)}, threaded=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     runner.close()
     members = [t for t in threading.enumerate() if t.name.startswith("dialogue_gym-vec")]
     assert len(members) == 2 and all(t.is_alive() and t.daemon for t in members)

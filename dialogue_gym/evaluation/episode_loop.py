@@ -13,6 +13,11 @@ inside an LLM request may wait for it for as long as the endpoint takes (a slow 
 and more), so the workers (daemon threads, :class:`~dialogue_gym.mind.threads.DaemonPool`) are
 abandoned and the process exits without them. The episodes that had ended are recorded; the
 abandoned ones are not, and play again on resume.
+
+:func:`run_vectorized` stops the same way: this thread only drives the vector env, whose
+sub-env steps and batched calls run on daemon threads while it waits in short slices
+(:class:`~dialogue_gym.env.vector.batching.SlotRunner`), so Ctrl-C leaves the step in flight
+at once, abandoned with its requests; its episodes are not recorded and play again on resume.
 """
 
 from __future__ import annotations
@@ -257,7 +262,8 @@ def run_vectorized(
     (:meth:`~dialogue_gym.env.vector.VectorDialogueEnv.run_batched`): an LLM agent's requests
     overlap, and agents that encode with the sub-envs' encoder have their encodes batched too;
     each agent is called by one thread at a time. ``finish`` runs on this thread as each
-    episode ends.
+    episode ends. Ctrl-C during a step abandons it (see the module doc): the episodes it
+    moved are not handed to ``finish``.
     """
     from dialogue_gym.env.vector import SubEnvError
 

@@ -61,6 +61,17 @@ def _word_count(messages: Any) -> int:
     return sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, Mapping))
 
 
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server whose listen backlog takes a burst of clients.
+
+    ``socketserver``'s backlog of 5 overflows when 16 clients connect at once (a vector env's
+    sub-envs all request in the same step): the kernel then resets some of the connections,
+    and the clients log retries that no real endpoint would have caused.
+    """
+
+    request_queue_size = 128
+
+
 class TestServer:
     """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
 
@@ -120,7 +131,7 @@ class TestServer:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"server_ref": self})
-        httpd = ThreadingHTTPServer((self.host, self.port), handler)
+        httpd = _Server((self.host, self.port), handler)
         httpd.daemon_threads = True
         httpd.block_on_close = False
         self._httpd = httpd

@@ -388,8 +388,9 @@ def test_stuffing_splits_the_turns_credit_and_costs_mood(seller_factory):
     credited = _credited(turn.events)[0].split(":", 1)[1]
     # What the seller perceives: the turn with its price masked.
     seen = stuffed.analyzer.perceive(mask_prices(text, 500.0))
-    touched = stuffed._touched(seen)
-    scores = stuffed._scores(seen)  # by prototypes or by meaning, whichever is higher
+    touched = stuffed.reader.touched(seen, stuffed.negotiation)
+    # by prototypes or by meaning, whichever is higher
+    scores = stuffed.reader.scores(seen, stuffed.negotiation)
     share = scores[credited] / sum(scores[cid] for cid in touched)
     assert len(touched) >= 2 and credited in touched
     single_turn = single.respond(f"{ONE_REASON[credited]} Would you take $350?")
@@ -426,18 +427,18 @@ def test_a_turn_making_one_reason_keeps_its_credit(card, encoder):
     for cid, lines in ScriptedBuyer.ARGUMENTS.items():
         for line in lines:
             seen = seller.analyzer.perceive(f"{line} Would you take [PRICE]?")
-            assert seller._touched(seen) == [cid], line
-            assert seller._share(seen, cid) == 1.0
+            assert seller.reader.touched(seen, seller.negotiation) == [cid], line
+            assert seller.reader.share(seen, cid, seller.negotiation) == 1.0
     side = seller.analyzer.perceive(ScriptedBuyer.ARGUMENTS["convenience"][2])
-    if len(seller._touched(side)) > 1:  # a faint side match costs little
-        assert seller._share(side, "convenience") > 0.6
+    if len(seller.reader.touched(side, seller.negotiation)) > 1:  # a faint side match costs little
+        assert seller.reader.share(side, "convenience", seller.negotiation) > 0.6
 
 
 def test_ties_go_to_the_personas_own_concern(seller_factory):
     seller = seller_factory()  # the persona's concern: condition (strength 0.9)
     scores = {"condition": 0.70, "market": 0.71, "convenience": 0.3, "budget": 0.3}
     anti = dict.fromkeys(scores, 0.0)
-    events: list[str] = []
+    state = seller.negotiation
 
     def turn(unlock: dict[str, float]) -> types.SimpleNamespace:
         # Scores by prototypes only: no meaning reading.
@@ -445,14 +446,12 @@ def test_ties_go_to_the_personas_own_concern(seller_factory):
             unlock=unlock, anti=anti, meaning=None, addressing=lambda c: 0.0
         )
 
-    chosen = seller._argument(turn(scores), events)
-    assert chosen == "condition" and events == ["multi_topic"]
+    # Two arguments touched: the decision costs the turn a little mood (multi_topic).
+    assert seller.reader.argument(turn(scores), state) == ("condition", 2)
     clear = dict(scores, market=0.80)  # not a tie: the best argument wins
-    assert seller._argument(turn(clear), []) == "market"
+    assert seller.reader.argument(turn(clear), state)[0] == "market"
     side = dict(scores, condition=0.45)  # below threshold: touched once, no stuffing
-    events = []
-    assert seller._argument(turn(side), events) == "market"
-    assert events == []
+    assert seller.reader.argument(turn(side), state) == ("market", 1)
 
 
 def test_an_exhausted_best_argument_earns_nothing(seller_factory):

@@ -115,7 +115,7 @@ def test_a_reason_the_seller_raised_beside_a_spent_one_takes_the_credit(make_sel
         seller.arguments["convenience"].voiced = True
         seller.arguments["condition"].voiced = disclosed
         if not disclosed:
-            seller.voiced_now = []  # nor did the reply to the greeting raise it
+            seller.negotiation.voiced_now = []  # nor did the reply to the greeting raise it
         ask = seller.ask
         turn = seller.respond(turn_text)
         if disclosed:
@@ -135,7 +135,7 @@ def test_a_bare_offer_per_month_is_no_budget_reason(make_seller, offer):
     seller.respond(GREETING)
     # Not an answer to "What are you looking to spend?": that question, asked, reads a bare
     # number as the buyer's answer.
-    seller.voiced_now = []
+    seller.negotiation.voiced_now = []
     turn = seller.respond(offer)
     assert not any(e.endswith(":budget") for e in turn.events), turn.events
     assert "bare" in turn.events
@@ -239,7 +239,7 @@ def test_the_answer_to_the_sellers_own_question_takes_the_credit(make_seller):
     seller = make_seller(listing=PHONE, concerns=(("budget", 0.84),), seed=0)
     seller.respond("Hi! Is it still available? My budget is about $300.")
     for _ in range(2):  # the card has two budget lines that ask nothing about money
-        line = seller._voice("budget")
+        line = seller.wording.voice("budget", seller.negotiation)
         assert not re.search(r"\b(spend|budget)\b", line, re.I), line
 
 
@@ -252,7 +252,11 @@ def test_a_flaw_is_disclosed_once_then_referred_back_to(card, make_seller):
         seller = make_seller(listing=PHONE, concerns=(("condition", 0.9),), seed=seed)
         first = seller.respond(ASK_CONDITION).text.lower()
         assert any(line in first for line in voice), first
-        # _voice gives the template; the reply fills {flaw} in.
-        later = [seller._voice("condition").replace("{flaw}", PHONE.flaw).lower() for _ in "ab"]
+        # voice() gives the template; the reply fills {flaw} in.
+        state = seller.negotiation
+        later = [
+            seller.wording.voice("condition", state).replace("{flaw}", PHONE.flaw).lower()
+            for _ in "ab"
+        ]
         assert not any(line in text for text in later for line in voice), later
         assert all(text in again for text in later), later

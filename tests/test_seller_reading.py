@@ -185,20 +185,25 @@ def test_the_quoted_apartment_case(make_seller):
 def test_a_correction_reopens_a_deal_closed_on_a_misread(make_seller, correction):
     seller = make_seller()
     seller.respond(GREETING)
-    seller.deal_price = seller.deal_offer = 22000.0  # as the old reader closed it
+    seller.negotiation.deal_price = seller.negotiation.deal_offer = (
+        22000.0  # as the old reader closed it
+    )
     turn = seller.respond(correction)
     assert "reopened" in turn.events and "clarified" in turn.events
     assert seller.deal_price is None and seller.last_offer == 1225.0
     assert "22,000" not in turn.text
     # A deal the buyer does not dispute holds.
-    seller.deal_price = seller.deal_offer = 1350.0
+    seller.negotiation.deal_price = seller.negotiation.deal_offer = 1350.0
     assert seller.respond("Great, thanks!").events == ("deal",)
 
 
 def test_a_correction_does_not_reopen_an_accepted_counter(make_seller):
     seller = make_seller()
     seller.respond(GREETING)
-    seller.deal_price, seller.deal_offer = 1350.0, None  # the buyer took the seller's price
+    seller.negotiation.deal_price, seller.negotiation.deal_offer = (
+        1350.0,
+        None,
+    )  # the buyer took the seller's price
     turn = seller.respond("To be clear, my offer is 1225.")
     assert turn.events == ("deal",) and seller.deal_price == 1350.0
 
@@ -417,7 +422,7 @@ def test_a_reason_pointing_back_at_the_sellers_point_argues_it(make_seller):
     for seller in (raised, out_of_the_blue):
         seller.respond(GREETING)  # "... Full disclosure, it has some rust on the chain."
         assert seller.voiced_now == ["condition"]
-    out_of_the_blue.voiced_now = []  # as if its reply had not brought the rust up
+    out_of_the_blue.negotiation.voiced_now = []  # as if its reply had not brought the rust up
     assert "addressed:condition" in raised.respond(pointing).events
     assert "addressed:condition" not in out_of_the_blue.respond(pointing).events
 

@@ -11,9 +11,10 @@
 
 The package holds the task's code: the corpus loader (:mod:`~dialogue_gym.plugins.cb.loader`,
 its release in :mod:`~dialogue_gym.plugins.cb.release`), the seller user model
-(:mod:`~dialogue_gym.plugins.cb.seller` on ``seller_dynamics``, ``seller_listings`` and
-``seller_presets``) and its calibrated floors (:mod:`~dialogue_gym.plugins.cb.calibration`,
-shipped table in ``tables/``; importing the package registers the ``cb`` fitter). The deal
+(:mod:`~dialogue_gym.plugins.cb.seller`, composing ``seller_perception``, ``seller_state``,
+``seller_decision`` and ``seller_wording``, on ``seller_listings`` and ``seller_presets``) and
+its calibrated floors (:mod:`~dialogue_gym.plugins.cb.calibration`, shipped table in
+``tables/``; importing the package registers the ``cb`` fitter). The deal
 judge is generic (:mod:`dialogue_gym.judges.deal`): any negotiation card can name it.
 """
 

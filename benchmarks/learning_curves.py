@@ -92,14 +92,14 @@ def user_types(env_id: str, worst_case: bool) -> list[str]:
     """
     if not worst_case:
         return [env_id]
-    other = env_id.replace("-hard", "-soft") if "-hard" in env_id else None
-    try:
-        if other is None:
-            raise KeyError(env_id)
-        dialogue_gym.spec(other)
-    except KeyError:
-        raise ValueError(f"--worst-case: no soft user type registered beside {env_id!r}") from None
-    return [env_id, other]
+    if "-hard" in env_id:
+        other = env_id.replace("-hard", "-soft")
+        try:
+            dialogue_gym.spec(other)
+            return [env_id, other]
+        except KeyError:  # the registry's RegistryError: not registered
+            pass
+    raise ValueError(f"--worst-case: no soft user type registered beside {env_id!r}")
 
 
 def worst_of(outcomes: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -116,6 +116,14 @@ def worst_of(outcomes: dict[str, dict[str, float]]) -> dict[str, Any]:
         "by_user": {env_id: dict(o) for env_id, o in others},
         "worst_sr": min(o["sr"] for o in outcomes.values()),
         "worst_rcsr": min(o["rcsr"] for o in outcomes.values()),
+    }
+
+
+def _evaluation_envs(env_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Env id → the env a point is evaluated on, for every user type (:func:`user_types`)."""
+    return {
+        user: dialogue_gym.make(user, encoder=args.eval_encoder)
+        for user in user_types(env_id, args.worst_case)
     }
 
 
@@ -185,8 +193,7 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
         env_id, args.encoder, reward=args.reward, view=args.view
     )
     evaluations = {
-        user: VIEWS[args.view](dialogue_gym.make(user, encoder=args.eval_encoder))
-        for user in user_types(env_id, args.worst_case)
+        user: VIEWS[args.view](env) for user, env in _evaluation_envs(env_id, args).items()
     }
     points, trained, seconds = [], 0, 0.0
     with isolated_global_rng(derive_seed(seed, "ppo")), torch_threads(1):
@@ -246,10 +253,7 @@ def _masp_curve(
         **(QUICK_MASP if args.quick else {}),
         **args.masp_options,
     }
-    evaluations = {
-        user: dialogue_gym.make(user, encoder=args.eval_encoder)
-        for user in user_types(env_id, args.worst_case)
-    }
+    evaluations = _evaluation_envs(env_id, args)
     card = evaluations[env_id].unwrapped.card
     per_iteration = settings.get("groups", 8) * settings.get("group_size", 4) * card.max_exchanges
     points, iterations, seconds, trained = [], 0, 0.0, 0
@@ -276,10 +280,7 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     from dialogue_gym_agents.siavpo.config import SiavpoConfig
     from dialogue_gym_agents.siavpo.train import train_siavpo
 
-    evaluations = {
-        user: dialogue_gym.make(user, encoder=args.eval_encoder)
-        for user in user_types(env_id, args.worst_case)
-    }
+    evaluations = _evaluation_envs(env_id, args)
     card = evaluations[env_id].unwrapped.card
     quick = {"seeds_per_iteration": 2, "group_size": 2} if args.quick else {}
     rollouts = quick.get("seeds_per_iteration", 8) * quick.get("group_size", 8)
@@ -318,10 +319,7 @@ def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, 
     from dialogue_gym_agents.planner.train import train_planner
     from dialogue_gym_agents.sft.retrieval import RetrievalConfig, sft_retrieval, train_retrieval
 
-    evaluations = {
-        user: dialogue_gym.make(user, encoder=args.eval_encoder)
-        for user in user_types(env_id, args.worst_case)
-    }
+    evaluations = _evaluation_envs(env_id, args)
     card = evaluations[env_id].unwrapped.card
     if card.corpus is None:
         return {}
@@ -387,23 +385,27 @@ def _lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, floa
     On a deal task (CB) also ``scripted SL`` and ``random SL``, the buyer utility that ranks
     negotiators.
     """
-    view = VIEWS[args.view](dialogue_gym.make(env_id, encoder=args.eval_encoder))
-    played = scripted_records(env_id, args.episodes, args.seed, args.eval_encoder)
-    scripted = _outcome(played, view.card)
-    randomly = _outcome(random_records(view, test, args.seed), view.card)
+    views = {user: VIEWS[args.view](env) for user, env in _evaluation_envs(env_id, args).items()}
+    view = views[env_id]
+    episodes, seed, encoder = args.episodes, args.seed, args.eval_encoder
+    scripted = worst_of(
+        {
+            u: _outcome(scripted_records(u, episodes, seed, encoder), v.card)
+            for u, v in views.items()
+        }
+    )
+    randomly = worst_of(
+        {u: _outcome(random_records(v, test, seed), v.card) for u, v in views.items()}
+    )
     lines = {"scripted": scripted["sr"], "random": randomly["sr"]}
     if "sl" in scripted:
         lines |= {"scripted SL": scripted["sl"], "random SL": randomly["sl"]}
-    for other in user_types(env_id, args.worst_case)[1:]:
-        soft_view = VIEWS[args.view](dialogue_gym.make(other, encoder=args.eval_encoder))
-        soft = _outcome(scripted_records(other, args.episodes, args.seed, args.eval_encoder),
-                        soft_view.card)  # fmt: skip
-        soft_random = _outcome(random_records(soft_view, test, args.seed), soft_view.card)
+    if "worst_sr" in scripted:
         lines |= {
             "scripted RCSR": scripted["rcsr"],
-            "scripted worst SR": min(scripted["sr"], soft["sr"]),
-            "scripted worst RCSR": min(scripted["rcsr"], soft["rcsr"]),
-            "random worst SR": min(randomly["sr"], soft_random["sr"]),
+            "scripted worst SR": scripted["worst_sr"],
+            "scripted worst RCSR": scripted["worst_rcsr"],
+            "random worst SR": randomly["worst_sr"],
         }
     if not args.bounds:
         return lines

@@ -81,9 +81,7 @@ class Rollout:
         """
         if other.learner != self.learner:
             raise ValueError(f"cannot join {other.learner!r} steps to {self.learner!r} steps")
-        if {g[0] if isinstance(g, tuple) else g for g in other.groups} & {
-            g[0] if isinstance(g, tuple) else g for g in self.groups
-        }:
+        if _episode_groups(other.groups) & _episode_groups(self.groups):
             raise ValueError("the rollouts share an episode group: their advantages would mix")
         for name in ("contexts", "actions", "logp_old", "rewards", "groups", "records",
                      "prefixes", "q"):  # fmt: skip
@@ -105,6 +103,11 @@ class Rollout:
             "q": float(np.mean(self.q)) if self.q else 0.0,
             "steps": float(len(self)),
         }
+
+
+def _episode_groups(groups: Sequence[Hashable]) -> set[Hashable]:
+    """The episode groups of per-step keys (``(episode group, turn)`` in :func:`play`)."""
+    return {key[0] if isinstance(key, tuple) else key for key in groups}
 
 
 def _base(env: Any) -> Any:

@@ -87,37 +87,34 @@ class SelfPlay:
         teacher = LearnedTeacher(mentalizers) if config.reward_teacher == "learned" else None
         weights = RewardWeights(config.w_prog, config.w_inf, config.w_rat, config.gamma)
         personas = persona_split(card, config.heldout_fraction)["train"]
-        self.envs: list[DialogueEnv] = []
-        self.seats: dict[str, list[Seat]] = {"system": [], "user": []}
-        # --opponent-mix: the first groups of each system rollout play the simulator itself.
-        self.simulator_groups = round(config.groups * config.opponent_mix)
-        self.simulator_envs: list[DialogueEnv] = []
-        self.simulator_seats: list[Seat] = []
-        make_seats = seats or self.strategy_seats
-        for index in range((config.groups + self.simulator_groups) * config.group_size):
-            against_simulator = index >= config.groups * config.group_size
+
+        def make_env(external: tuple[str, ...]) -> DialogueEnv:
             user = CognitiveUser(card, encoder, preset=config.selfplay_user, personas=personas)
-            env = DialogueEnv.from_options(
+            return DialogueEnv.from_options(
                 card,
                 user=user,
                 encoder=encoder,
-                external=(
-                    ("system", "user")
-                    if self.selfplay_user and not against_simulator
-                    else ("system",)
-                ),
+                external=external,
                 teacher=teacher,
                 max_exchanges=T,
                 weights=weights,
                 env_id=f"{card.id}-{config.selfplay_user}-selfplay",
             )
-            if against_simulator:
-                self.simulator_envs.append(env)
-                self.simulator_seats.append(make_seats(env)["system"])
-                continue
+
+        make_seats = seats or self.strategy_seats
+        self.envs: list[DialogueEnv] = []
+        self.seats: dict[str, list[Seat]] = {"system": [], "user": []}
+        for _ in range(config.groups * config.group_size):
+            env = make_env(("system", "user") if self.selfplay_user else ("system",))
             self.envs.append(env)
             for name, seat in make_seats(env).items():
                 self.seats[name].append(seat)
+        # --opponent-mix: the first groups of each system rollout play the simulator itself.
+        self.simulator_groups = round(config.groups * config.opponent_mix)
+        self.simulator_envs = [
+            make_env(("system",)) for _ in range(self.simulator_groups * config.group_size)
+        ]
+        self.simulator_seats = [make_seats(env)["system"] for env in self.simulator_envs]
         system, user = self.policies["system"], self.policies["user"]
         self.system_opt = torch.optim.Adam(
             system.trainable_parameters(), lr=config.learning_rate("system")
@@ -171,26 +168,31 @@ class SelfPlay:
         seats = {"system": self.seats["system"]}
         if self.selfplay_user:
             seats["user"] = self.seats["user"]
-        if not mixed:
-            return play(
-                self.envs, seeds, groups, seats, self.policies, learner, generator,
-                config.gamma, seat_seeds,
-            )  # fmt: skip
         # Groups 0..mixed-1 against the simulator, the rest against the user policy; the same
         # episode seeds as pure self-play's groups, so only the opponent changes.
         cut = mixed * config.group_size
-        rollout = play(
-            self.simulator_envs[:cut], seeds[:cut], groups[:cut],
-            {"system": self.simulator_seats[:cut]}, self.policies, learner, generator,
-            config.gamma, seat_seeds[:cut],
-        )  # fmt: skip
-        if cut < len(seeds):
-            against_policy = play(
-                self.envs[cut:], seeds[cut:], groups[cut:],
-                {name: seat[cut:] for name, seat in seats.items()}, self.policies, learner,
-                generator, config.gamma, seat_seeds[cut:],
-            )  # fmt: skip
-            rollout.extend(against_policy)
+        batches = (
+            (self.simulator_envs, {"system": self.simulator_seats}, slice(0, cut)),
+            (self.envs, seats, slice(cut, len(seeds))),
+        )
+        parts = [
+            play(
+                envs[part],
+                seeds[part],
+                groups[part],
+                {name: seat[part] for name, seat in seated.items()},
+                self.policies,
+                learner,
+                generator,
+                config.gamma,
+                seat_seeds[part],
+            )
+            for envs, seated, part in batches
+            if part.start < part.stop
+        ]
+        rollout, *rest = parts
+        for other in rest:
+            rollout.extend(other)
         return rollout
 
     def refresh_student(

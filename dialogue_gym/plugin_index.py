@@ -9,8 +9,9 @@ fitters (:data:`dialogue_gym.calibration.FITTERS`, registered when a plug-in is 
 table is a :class:`Contributions`: read when looked up, it imports the noted plug-ins and merges
 one attribute of each, so the core names no task and imports no plug-in.
 
-This module imports nothing of the package, so the lowest layers (the card sections' checks,
-the corpus table) can read it without a cycle.
+This module imports nothing of the package but :mod:`dialogue_gym.types` (which imports
+nothing of it), so the lowest layers (the card sections' checks, the corpus table) can read it
+without a cycle.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from dialogue_gym.types import LazyTable
 
 __all__ = ["Contributions", "contributions", "import_plugin", "note_plugin", "plugins"]
 
@@ -71,7 +74,7 @@ def contributions(attribute: str, extra: str | None = None) -> dict[str, Any]:
     return merged
 
 
-class Contributions(Mapping[str, Any]):
+class Contributions(LazyTable):
     """A read-only table: ``base`` plus what the noted plug-ins add, read when looked up.
 
     Args:
@@ -94,12 +97,6 @@ class Contributions(Mapping[str, Any]):
         if key in self._base:  # the core's own entries need no plug-in imported
             return self._base[key]
         return self._table()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
 
     def __contains__(self, key: object) -> bool:
         return key in self._base or key in self._table()

@@ -16,12 +16,14 @@ may import it. The types keep their public homes as re-exports: ``Encoder`` is s
   :meth:`~dialogue_gym.cards.task_plugin.TaskPlugin.stance_reader`, the embedded success judge).
 * :class:`TurnRecord`, :class:`DialogueRecord` — a corpus dialogue as the calibration fitters
   read it (:mod:`dialogue_gym.calibration`); :mod:`dialogue_gym.data.records` has the records.
+* :class:`LazyTable` — the read-only tables computed each time they are read (the cards' task
+  tables, what the task plug-ins add to the core's tables, the corpus loaders).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -30,6 +32,7 @@ __all__ = [
     "ArrayOrFloat",
     "DialogueRecord",
     "Encoder",
+    "LazyTable",
     "Outcome",
     "StanceReader",
     "TaskLike",
@@ -189,3 +192,24 @@ class Outcome:
 
     success: bool
     amount: float | None
+
+
+class LazyTable(Mapping[str, Any]):
+    """A read-only mapping computed by :meth:`_table` each time it is read.
+
+    The tables of task and corpus facts (:class:`~dialogue_gym.cards.sections.TaskTable`, what
+    the task plug-ins add, :data:`~dialogue_gym.data.corpora.CORPORA`) follow what is
+    registered when they are read, never at import.
+    """
+
+    def _table(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())

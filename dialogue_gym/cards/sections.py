@@ -38,12 +38,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from dialogue_gym.cards import schema
 from dialogue_gym.cards.schema import CardError
-from dialogue_gym.types import TaskLike
+from dialogue_gym.types import LazyTable, TaskLike
 
 __all__ = [
     "AGENT_FAMILIES",
@@ -153,26 +153,6 @@ class PromptWording:
 
 Card = TypeVar("Card", bound=TaskLike)
 """The cards a :class:`TaskTable` reads (a :class:`~dialogue_gym.cards.card.TaskCard`)."""
-
-
-class LazyTable(Mapping[str, Any]):
-    """A read-only mapping computed by :meth:`_table` each time it is read.
-
-    The tables of task and corpus facts (:class:`TaskTable`, the task plug-ins' tables) follow
-    what is registered when they are read, never at import.
-    """
-
-    def _table(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def __getitem__(self, key: str) -> Any:
-        return self._table()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
 
 
 class TaskTable(LazyTable, Generic[Card]):

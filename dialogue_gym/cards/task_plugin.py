@@ -27,8 +27,7 @@ from typing import Any, Protocol
 
 from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.cards.schema import CardError
-from dialogue_gym.cards.sections import LazyTable
-from dialogue_gym.types import DialogueRecord, Outcome, StanceReader
+from dialogue_gym.types import DialogueRecord, LazyTable, Outcome, StanceReader
 
 __all__ = [
     "CORPUS_CARDS",

@@ -36,6 +36,7 @@ from dialogue_gym.data._io import canonical_split, walk
 from dialogue_gym.data.errors import DataNotFoundError
 from dialogue_gym.data.records import Dialogue
 from dialogue_gym.plugin_index import contributions
+from dialogue_gym.types import LazyTable
 
 __all__ = [
     "CORPORA",
@@ -59,7 +60,7 @@ ENV_VAR = "DIALOGUE_GYM_DATA"
 """Environment variable naming the data root."""
 
 
-class CorpusLoaders(Mapping[str, ModuleType]):
+class CorpusLoaders(LazyTable):
     """Corpus name → loader module, from the registered plug-ins' ``corpora`` when read.
 
     Args:
@@ -74,12 +75,6 @@ class CorpusLoaders(Mapping[str, ModuleType]):
 
     def __getitem__(self, name: str) -> ModuleType:
         return importlib.import_module(self._table()[name])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
 
     def __contains__(self, name: object) -> bool:
         return name in self._table()

@@ -17,9 +17,10 @@ The five old modules whose names the folders took (``cards``, ``env``, ``text``,
 ``evaluation``, ``cli``) are not in the table: the folder's ``__init__`` re-exports the old
 module's public names (``from dialogue_gym.env import DialogueEnv`` works unchanged).
 
-:func:`install` puts :class:`MovedFinder` on :data:`sys.meta_path` (``dialogue_gym/__init__``
-calls it); the finder only answers for the old names, after every other finder failed to find
-them, so it costs nothing on any other import. This module imports nothing of the package.
+:func:`install` puts :class:`MovedFinder` first on :data:`sys.meta_path` (``dialogue_gym/__init__``
+calls it), so an editable install's finder cannot claim an old name first; it answers only for
+the old names, and any other import costs it one table lookup. This module imports nothing of
+the package.
 """
 
 from __future__ import annotations

@@ -122,6 +122,14 @@ class MASPConfig(TrainConfig):
         "a mixed pool keeps the system learning when the co-trained user stops agreeing)",
         metadata={**P2, "omit_default": True},
     )
+    user_opponent_mix: float = option(
+        0.0,
+        "with --opponent policy: the share of each user rollout's episode groups played "
+        "against the `scripted` system instead of the system policy (0: pure self-play; a "
+        "fixed competent opponent shows the user the states where agreeing is rational, so it "
+        "does not learn to hold out against everyone)",
+        metadata={**P2, "omit_default": True},
+    )
     reward_teacher: Literal["learned", "oracle"] = option(
         "learned",
         "the reward-side state: the frozen learned teacher, or the simulator's oracle state",
@@ -220,6 +228,11 @@ class MASPConfig(TrainConfig):
         if self.opponent_mix > 0 and self.opponent != "policy":
             raise ValueError("--opponent-mix mixes the user policy with the simulator: it needs "
                              "--opponent policy")  # fmt: skip
+        if not 0.0 <= self.user_opponent_mix <= 1.0:
+            raise ValueError(f"--user-opponent-mix must be in [0, 1], got {self.user_opponent_mix}")
+        if self.user_opponent_mix > 0 and (self.opponent != "policy" or not self.update_user):
+            raise ValueError("--user-opponent-mix trains the user policy against `scripted` "
+                             "too: it needs --opponent policy and user updates")  # fmt: skip
         if not 0.0 <= self.real_fraction < 1.0:
             raise ValueError("--real-fraction must be in [0, 1)")
         if not 0.0 <= self.gamma <= 1.0:

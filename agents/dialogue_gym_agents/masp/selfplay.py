@@ -18,6 +18,7 @@ import torch
 
 from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.env.dialogue_env import DialogueEnv
+from dialogue_gym.evaluation.agents import make_agent
 from dialogue_gym.mind.latent import RewardWeights
 from dialogue_gym.users.cognitive import CognitiveUser
 from dialogue_gym_agents.common.policy import GRPOPolicy, Seat
@@ -88,13 +89,14 @@ class SelfPlay:
         weights = RewardWeights(config.w_prog, config.w_inf, config.w_rat, config.gamma)
         personas = persona_split(card, config.heldout_fraction)["train"]
 
-        def make_env(external: tuple[str, ...]) -> DialogueEnv:
+        def make_env(external: tuple[str, ...], system_policy: Any = None) -> DialogueEnv:
             user = CognitiveUser(card, encoder, preset=config.selfplay_user, personas=personas)
             return DialogueEnv.from_options(
                 card,
                 user=user,
                 encoder=encoder,
                 external=external,
+                system_policy=system_policy,
                 teacher=teacher,
                 max_exchanges=T,
                 weights=weights,
@@ -109,12 +111,24 @@ class SelfPlay:
             self.envs.append(env)
             for name, seat in make_seats(env).items():
                 self.seats[name].append(seat)
-        # --opponent-mix: the first groups of each system rollout play the simulator itself.
-        self.simulator_groups = round(config.groups * config.opponent_mix)
-        self.simulator_envs = [
-            make_env(("system",)) for _ in range(self.simulator_groups * config.group_size)
-        ]
-        self.simulator_seats = [make_seats(env)["system"] for env in self.simulator_envs]
+        # The first groups of each rollout may play a fixed opponent: --opponent-mix those of
+        # the system's against the simulator itself, --user-opponent-mix those of the user's
+        # against `scripted` (each env its own agent: it keeps per-episode state).
+        self.fixed_groups = {
+            "system": round(config.groups * config.opponent_mix),
+            "user": round(config.groups * config.user_opponent_mix),
+        }
+        self.fixed_envs: dict[str, list[DialogueEnv]] = {
+            "system": [make_env(("system",)) for _ in range(self._fixed("system"))],
+            "user": [
+                make_env(("user",), system_policy=make_agent("scripted", card=card))
+                for _ in range(self._fixed("user"))
+            ],
+        }
+        self.fixed_seats = {
+            learner: [make_seats(env)[learner] for env in envs]
+            for learner, envs in self.fixed_envs.items()
+        }
         system, user = self.policies["system"], self.policies["user"]
         self.system_opt = torch.optim.Adam(
             system.trainable_parameters(), lr=config.learning_rate("system")
@@ -130,6 +144,10 @@ class SelfPlay:
         self.real = [(h, t.profile) for t in silver if t.split == "train" for h in t.histories()]
         heldout = [t for t in silver if t.split == "heldout"]
         self.heldout = PrefixData.build(heldout, mentalizers.featurizer, mentalizers.latent)
+
+    def _fixed(self, learner: str) -> int:
+        """How many envs of each ``learner`` rollout play a fixed opponent."""
+        return self.fixed_groups[learner] * self.config.group_size
 
     def strategy_seats(self, env: DialogueEnv) -> dict[str, Seat]:
         """The strategy-level seats of one env (the system's features count its strategies)."""
@@ -153,11 +171,11 @@ class SelfPlay:
     def rollout(self, k: int, learner: str, generator: torch.Generator) -> Rollout:
         """Groups of episodes (one seed per group) with ``learner``'s steps kept.
 
-        The system's rollout with ``--opponent-mix`` also plays that share of the groups
-        against the simulator (the first groups: their seeds, then the user policy's groups).
+        With ``--opponent-mix`` the system's rollout plays that share of its groups against the
+        simulator, with ``--user-opponent-mix`` the user's against `scripted` (the first
+        groups: their seeds, then the groups against the other policy).
         """
         config = self.config
-        mixed = self.simulator_groups if learner == "system" else 0
         seeds, groups, seat_seeds = [], [], []
         for g in range(config.groups):
             seed = derive_seed(config.seed, "episode", k, learner, g)
@@ -168,11 +186,11 @@ class SelfPlay:
         seats = {"system": self.seats["system"]}
         if self.selfplay_user:
             seats["user"] = self.seats["user"]
-        # Groups 0..mixed-1 against the simulator, the rest against the user policy; the same
-        # episode seeds as pure self-play's groups, so only the opponent changes.
-        cut = mixed * config.group_size
+        # The first groups against the fixed opponent, the rest against the other policy; the
+        # same episode seeds as pure self-play's groups, so only the opponent changes.
+        cut = self._fixed(learner)
         batches = (
-            (self.simulator_envs, {"system": self.simulator_seats}, slice(0, cut)),
+            (self.fixed_envs[learner], {learner: self.fixed_seats[learner]}, slice(0, cut)),
             (self.envs, seats, slice(cut, len(seeds))),
         )
         parts = [

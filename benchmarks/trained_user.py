@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for index, run in enumerate(args.runs):
         policy = TrainedUserPolicy(run, card, args.deterministic, seed=index)
         trained[str(run)] = play(args.env, policy, args.episodes, args.seed, args.encoder)
-        print(_row(f"trained {run.name}", trained[str(run)]), flush=True)
+        print(_row(f"trained {'/'.join(run.parts[-2:])}", trained[str(run)]), flush=True)
     cells["trained"] = trained
     for key in ("sr", "rcsr", "return", "agree_when_due"):
         values = [cell[key] for cell in trained.values() if not math.isnan(cell[key])]

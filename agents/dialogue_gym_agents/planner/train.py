@@ -46,12 +46,7 @@ import dialogue_gym
 from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.data import Dialogue, Turn
 from dialogue_gym.env.registry import spec
-from dialogue_gym.env.wrappers import (
-    ConcernActions,
-    ListeningFeatures,
-    ListeningMoves,
-    StrategyActions,
-)
+from dialogue_gym.env.wrappers import ConcernActions, ListeningFeatures, StrategyActions
 from dialogue_gym.env.wrappers.strategy_actions import split_sentences
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
@@ -77,10 +72,11 @@ from dialogue_gym_agents.planner.agent import (
 from dialogue_gym_agents.training.corpora import (
     PLANNER_FORMATS,
     TRAIN_SPLITS,
-    LabelMapper,
     corpus_of,
     load_training_dialogues,
+    successful_dialogues,
 )
+from dialogue_gym_agents.training.move_labels import corpus_labels
 
 __all__ = [
     "PlannerConfig",
@@ -119,6 +115,17 @@ class PlannerConfig(TrainConfig):
         "epochs of supervised pretraining on the corpus (0: skip; default: 20 on the strategy "
         "view, on the corpus's strategy labels; 0 on the concern view, where each corpus turn "
         "is labelled with its nearest listening move)",
+    )
+    move_labels: Literal["nearest", "acts"] = option(
+        "nearest",
+        "concern view: how corpus turns become move labels: nearest (the nearest wording over "
+        "every move) or acts (the corpus's act annotation picks the move family, e.g. a price "
+        "offer's price move, the nearest wording the move within it; see training.move_labels)",
+    )
+    successful_only: bool = option(
+        False,
+        "pretrain only on corpus dialogues whose recorded outcome is a success (filtered "
+        "cloning: P4G donated, ESConv emotion intensity fell; ED and CB record none)",
     )
     pretrain_lr: float = option(1e-3, "Adam learning rate of pretraining")
     pretrain_batch_size: int = option(64, "minibatch size of pretraining")
@@ -195,7 +202,7 @@ class PlannerConfig(TrainConfig):
 def corpus_examples(
     dialogues: Sequence[Dialogue],
     features: StrategyFeatures | ListeningFeatures,
-    label: Callable[[Turn, list[str]], np.ndarray | None],
+    label: Callable[[Turn, list[str], list[str]], np.ndarray | None],
     n_actions: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Feature vectors and soft action targets of the system turns within the first T exchanges.
@@ -203,8 +210,8 @@ def corpus_examples(
     Args:
         dialogues: The corpus dialogues.
         features: The view's feature tracker (what the env's view would observe).
-        label: ``label(turn, replies)``: a system turn's target over the actions given the user
-            replies before it (``None``: the turn has no label and is skipped).
+        label: ``label(turn, replies, own)``: a system turn's target over the actions given the
+            user's replies and the system's turns before it (``None``: no label, skipped).
         n_actions: Number of actions.
 
     Returns:
@@ -232,7 +239,8 @@ def corpus_examples(
                 if exchange >= features.max_exchanges:
                     break
                 x = features.observe({"history": tuple(history), "role": 0, "exchange": exchange})
-                target = label(turn, [h["text"] for h in history if h["speaker"] == 1])
+                said = [[h["text"] for h in history if h["speaker"] == s] for s in (1, 0)]
+                target = label(turn, *said)
                 if target is not None:
                     xs.append(x)
                     ys.append(target)
@@ -243,35 +251,6 @@ def corpus_examples(
     if not xs:
         return np.zeros((0, features.n_features), np.float32), np.zeros((0, n_actions), np.float32)
     return np.stack(xs).astype(np.float32), np.stack(ys).astype(np.float32)
-
-
-def corpus_labels(
-    card: TaskCard, moves: ListeningMoves | None, encoder: Encoder
-) -> tuple[Callable[[Turn, list[str]], np.ndarray | None], Callable[[], dict[str, Any]]]:
-    """How corpus turns are labelled, and a report of the labels given so far.
-
-    The strategy view maps the corpus's strategy labels to the card's strategies
-    (:class:`~dialogue_gym_agents.training.corpora.LabelMapper`); the concern view labels each
-    system turn with its nearest listening move there (:meth:`ListeningMoves.nearest`).
-    """
-    if moves is None:
-        mapper = LabelMapper(card)
-
-        def by_strategy(turn: Turn, replies: list[str]) -> np.ndarray | None:
-            return mapper(turn.acts)
-
-        return by_strategy, mapper.report
-    eye = np.eye(len(moves.names), dtype=np.float32)
-    counts = dict.fromkeys(moves.names, 0)
-
-    def by_move(turn: Turn, replies: list[str]) -> np.ndarray | None:
-        if not turn.text.strip():
-            return None
-        move = moves.nearest(turn.text, replies, encoder)
-        counts[moves.names[move]] += 1
-        return eye[move]
-
-    return by_move, lambda: {"labels": "nearest listening move", "move_counts": dict(counts)}
 
 
 def pretrain(
@@ -517,7 +496,9 @@ def train_planner(config: PlannerConfig) -> Path:
                 max_dialogues=config.max_dialogues,
                 rng=run.numpy,
             )
-            label, report = corpus_labels(card, moves, encoder)
+            if config.successful_only:
+                dialogues = successful_dialogues(dialogues)
+            label, report = corpus_labels(card, moves, encoder, config.move_labels)
             X, Y = corpus_examples(dialogues, features, label, n_actions)
             if len(X) == 0:
                 raise ValueError(f"no {card.id} corpus turn carries a label of this view")

@@ -44,6 +44,7 @@ views of the registered cards for callers that hold only an id.
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -64,7 +65,9 @@ __all__ = [
     "LabelMapper",
     "corpus_of",
     "corpus_spec",
+    "dialogue_outcome",
     "load_training_dialogues",
+    "successful_dialogues",
 ]
 
 
@@ -164,6 +167,45 @@ def load_training_dialogues(
             keep = np.sort(generator.choice(len(dialogues), size=max_dialogues, replace=False))
             dialogues = [dialogues[int(i)] for i in keep]
     return dialogues
+
+
+def dialogue_outcome(dialogue: Dialogue) -> bool | None:
+    """Whether a corpus dialogue succeeded, where the corpus records its outcome.
+
+    P4G: the persuadee donated (``profile["donation"] > 0``: the amount it really gave after
+    the chat). ESConv: the seeker's emotion intensity fell (the post-chat survey's
+    ``final_emotion_intensity`` below ``initial_emotion_intensity``). ``None`` where nothing is
+    recorded: ED (no outcome at all), CB's PPDPP copy (no deal price), an ESConv dialogue
+    without a survey.
+    """
+    if dialogue.corpus == "p4g":
+        donation = dialogue.profile.get("donation")
+        return float(donation) > 0 if isinstance(donation, int | float) else None
+    if dialogue.corpus == "esconv":
+        survey = dialogue.situation.get("survey_score")
+        try:
+            if isinstance(survey, str):
+                survey = ast.literal_eval(survey)
+            seeker = survey["seeker"]  # type: ignore[index]
+            before = float(seeker["initial_emotion_intensity"])
+            after = float(seeker["final_emotion_intensity"])
+        except (KeyError, TypeError, ValueError, SyntaxError):
+            return None
+        return after < before
+    return None
+
+
+def successful_dialogues(dialogues: Sequence[Dialogue]) -> list[Dialogue]:
+    """The dialogues whose recorded outcome is a success (filtered behaviour cloning).
+
+    Raises:
+        ValueError: No dialogue records an outcome (ED, CB): there is nothing to filter by.
+    """
+    outcomes = [dialogue_outcome(d) for d in dialogues]
+    if all(o is None for o in outcomes):
+        corpus = dialogues[0].corpus if dialogues else "the"
+        raise ValueError(f"{corpus} corpus dialogues record no outcome to keep the successes of")
+    return [d for d, o in zip(dialogues, outcomes, strict=True) if o]
 
 
 class LabelMapper:

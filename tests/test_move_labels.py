@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -127,6 +128,14 @@ def test_only_the_dialogues_whose_recorded_outcome_is_a_success_are_kept() -> No
         None,
     ]
     assert successful_dialogues([donated, refused, better, same, unsurveyed]) == [donated, better]
+    # CB: the deal's price is read from the text; a deal within the buyer's target succeeds.
+    scenario = {"listing_price": "200.0", "buyer_target": "150.0"}
+    turns = (Turn("system", "Would you take $140?", "propose"), Turn("user", "Deal.", "agree"))
+    cheap = Dialogue("cb", "c", "valid", turns, {}, scenario)
+    assert dialogue_outcome(cheap) is True
+    dear = dataclasses.replace(cheap, turns=(Turn("system", "Is $180 ok?", "propose"), turns[1]))
+    assert dialogue_outcome(dear) is False
+    assert dialogue_outcome(dataclasses.replace(cheap, turns=turns[:1])) is False  # no deal
     with pytest.raises(ValueError, match="record no outcome"):
         successful_dialogues([_dialogue("ed", {}, {"emotion": "proud"})])
 
@@ -149,3 +158,35 @@ def test_the_trainer_labels_by_acts_and_clones_successes_only(tmp_path: Path) ->
     assert info["labels"].startswith("corpus acts")
     assert 0 < info["dialogues"] < 40  # the persuadees who did not donate are left out
     assert info["move_counts"]["answer:trust"] > 0 and "other" in info["skipped_acts"]
+
+
+def test_a_balanced_loss_weighs_every_move_the_same(tmp_path: Path) -> None:
+    """Nine labels of one move for one of another, on the same features: the clone learns
+    the corpus's 0.9 / 0.1, and with ``class_weights="balanced"`` 0.5 / 0.5."""
+    import torch
+
+    from dialogue_gym_agents.common.seeding import generators
+    from dialogue_gym_agents.common.tracking import RunLogger
+    from dialogue_gym_agents.planner.agent import StrategyPolicyNet
+    from dialogue_gym_agents.planner.train import pretrain
+
+    X = np.ones((100, 3), np.float32)
+    Y = np.zeros((100, 2), np.float32)
+    Y[:90, 0] = Y[90:, 1] = 1.0
+    learned = {}
+    for weights in ("none", "balanced"):
+        config = PlannerConfig(
+            task="P4G",
+            out=str(tmp_path / "unused"),
+            pretrain_epochs=100,
+            pretrain_lr=0.02,
+            class_weights=weights,
+        )
+        run = generators(0)
+        net = StrategyPolicyNet(3, 2, (8,), generator=run.torch)
+        with RunLogger(tmp_path / weights, tensorboard=False) as log:
+            pretrain(net, X, Y, config, run, log)
+        with torch.no_grad():
+            learned[weights] = float(torch.softmax(net(torch.as_tensor(X[:1])), 1)[0, 0])
+    assert learned["none"] == pytest.approx(0.9, abs=0.03)
+    assert learned["balanced"] == pytest.approx(0.5, abs=0.03)

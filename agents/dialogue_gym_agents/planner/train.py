@@ -125,7 +125,13 @@ class PlannerConfig(TrainConfig):
     successful_only: bool = option(
         False,
         "pretrain only on corpus dialogues whose recorded outcome is a success (filtered "
-        "cloning: P4G donated, ESConv emotion intensity fell; ED and CB record none)",
+        "cloning: P4G donated, ESConv emotion intensity fell, CB deal within the buyer's "
+        "target; ED records none)",
+    )
+    class_weights: Literal["none", "balanced"] = option(
+        "none",
+        "pretraining loss per action: none (as often as the corpus uses it) or balanced "
+        "(inverse label frequency: every action weighs the same in all; a reweighting)",
     )
     pretrain_lr: float = option(1e-3, "Adam learning rate of pretraining")
     pretrain_batch_size: int = option(64, "minibatch size of pretraining")
@@ -264,8 +270,14 @@ def pretrain(
     """Cross-entropy on soft strategy targets; logs ``pretrain/loss`` and ``/accuracy`` per epoch.
 
     Accuracy counts a prediction right when the argmax strategy is among the turn's labels.
+    With ``class_weights="balanced"`` each action's loss is weighted by ``n / (k n_a)`` (``n_a``
+    its label mass, ``k`` the actions labelled at all), as scikit-learn's ``balanced``.
     """
     inputs, targets = torch.as_tensor(X), torch.as_tensor(Y)
+    weight = None
+    if config.class_weights == "balanced":
+        mass = targets.sum(dim=0)
+        weight = torch.where(mass > 0, len(targets) / (int((mass > 0).sum()) * mass), 0.0)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.pretrain_lr)
     epochs = config.pretrain_epochs or 0
     bar = progress_bar(epochs, "pretraining", config.progress, unit="epoch")
@@ -276,7 +288,7 @@ def pretrain(
         for start in range(0, len(order), config.pretrain_batch_size):
             batch = order[start : start + config.pretrain_batch_size]
             logits = net(inputs[batch])
-            loss = F.cross_entropy(logits, targets[batch])
+            loss = F.cross_entropy(logits, targets[batch], weight=weight)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -56,6 +56,7 @@ from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.cards.sections import CorpusSpec, TaskTable
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.env.tasks import task_card, task_cards
+from dialogue_gym.text.prices import offer_in
 
 __all__ = [
     "LABEL_ALIASES",
@@ -174,10 +175,14 @@ def dialogue_outcome(dialogue: Dialogue) -> bool | None:
 
     P4G: the persuadee donated (``profile["donation"] > 0``: the amount it really gave after
     the chat). ESConv: the seeker's emotion intensity fell (the post-chat survey's
-    ``final_emotion_intensity`` below ``initial_emotion_intensity``). ``None`` where nothing is
-    recorded: ED (no outcome at all), CB's PPDPP copy (no deal price), an ESConv dialogue
-    without a survey.
+    ``final_emotion_intensity`` below ``initial_emotion_intensity``). CB: a deal at or under the
+    buyer's target (``situation["buyer_target"]``); the PPDPP copy records no deal price, so it
+    is read from the text: the last price named before the first ``agree`` act (no ``agree``:
+    no deal, ``False``). ``None`` where nothing is recorded: ED (no outcome at all), an ESConv
+    dialogue without a survey, a CB one without a target or with an agree before any price.
     """
+    if dialogue.corpus == "cb":
+        return _deal_within_target(dialogue)
     if dialogue.corpus == "p4g":
         donation = dialogue.profile.get("donation")
         return float(donation) > 0 if isinstance(donation, int | float) else None
@@ -193,6 +198,22 @@ def dialogue_outcome(dialogue: Dialogue) -> bool | None:
             return None
         return after < before
     return None
+
+
+def _deal_within_target(dialogue: Dialogue) -> bool | None:
+    """CB: whether the dialogue's deal is at or under the buyer's target (see above)."""
+    try:
+        listing = float(dialogue.situation["listing_price"])
+        target = float(dialogue.situation["buyer_target"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    price = None
+    for turn in dialogue.turns:
+        if "agree" in turn.acts:
+            return None if price is None else price <= target
+        named = offer_in(turn.text, reference=listing)
+        price = named if named is not None else price
+    return False
 
 
 def successful_dialogues(dialogues: Sequence[Dialogue]) -> list[Dialogue]:

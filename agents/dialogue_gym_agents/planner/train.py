@@ -6,7 +6,11 @@ Phases (each logged to ``scalars.csv`` and TensorBoard; wall-clock in the manife
    strategy-annotated system turns (P4G annotated, ESConv, CB PPDPP acts, ED intents; labels
    mapped to the card's strategies by :mod:`dialogue_gym_agents.training.corpora`). Each
    example is the :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures` vector of the corpus
-   history before the turn — the same features the env's ``StrategyActions`` view gives.
+   history before the turn — the same features the env's ``StrategyActions`` view gives. On
+   the concern view each corpus turn is labelled with a listening move (``--move-labels``: the
+   nearest wording, or the corpus's act picking the family:
+   :mod:`dialogue_gym_agents.training.move_labels`), optionally from the successful dialogues
+   only (``--successful-only``) and with a balanced loss (``--class-weights``).
 2. **PPO** (``--ppo-steps``, ``--max-minutes``): stable-baselines3 PPO on
    ``StrategyActions(make("<task>-<user>"))`` with the pretrained weights copied into the actor.
    The learning curve — rollout SR, RCSR and discounted return per PPO update — is logged as
@@ -114,7 +118,7 @@ class PlannerConfig(TrainConfig):
         None,
         "epochs of supervised pretraining on the corpus (0: skip; default: 20 on the strategy "
         "view, on the corpus's strategy labels; 0 on the concern view, where each corpus turn "
-        "is labelled with its nearest listening move)",
+        "is labelled with a listening move: --move-labels)",
     )
     move_labels: Literal["nearest", "acts"] = option(
         "nearest",

@@ -30,7 +30,8 @@ the run folders stay under ``--out/<method>/`` (a rerun reuses them). SFT is not
 exchanges: ``--sft`` adds it as lines, on the tasks that have a corpus: response retrieval on
 the corpus (one index per training seed) and, on the concern view, the planner's supervised
 phase alone on corpus turns labelled with their nearest listening move (deterministic and
-sampled).
+sampled), and its variants as lines of their own (:data:`SFT_MOVES`: labels from the corpus's
+acts, the successful dialogues only, a balanced loss); ``--sft-kinds`` picks some.
 """
 
 from __future__ import annotations
@@ -306,48 +307,80 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
+SFT_MOVES: dict[str, dict[str, Any]] = {
+    "moves": {},
+    "moves acts": {"move_labels": "acts"},
+    "moves successful": {"successful_only": True},
+    "moves acts successful": {"move_labels": "acts", "successful_only": True},
+    "moves balanced": {"class_weights": "balanced"},
+    "moves acts balanced": {"move_labels": "acts", "class_weights": "balanced"},
+}
+"""SFT over listening moves: each line's PlannerConfig fields of the supervised phase."""
+
+SFT_KINDS = ("retrieval", *SFT_MOVES)
+"""The kinds of SFT ``--sft`` draws (``--sft-kinds``), each with its own lines."""
+
+
 def _sft_lines(env_id: str, args: argparse.Namespace, test: range) -> dict[str, list[float]]:
     """SR of SFT per training seed, each kind of it a line (none for a task without a corpus).
 
     ``retrieval``: response retrieval on the task's corpus (its index does not depend on the
     seed). ``moves`` and ``moves sampled``: the planner's supervised phase alone on the concern
     view (each corpus turn labelled with its nearest listening move; the seed draws the initial
-    weights and the minibatches), playing its likeliest move or sampling its moves. On a deal
-    task (CB) each line's SL too, as ``<line> SL``.
+    weights and the minibatches), playing its likeliest move or sampling its moves. ``moves
+    acts``: the same with labels from the corpus's act annotations (``--move-labels acts``);
+    ``moves successful``: with the nearest move's labels, cloning only the dialogues whose
+    recorded outcome is a success (``--successful-only``; no line where the corpus records
+    none), ``moves acts successful`` both; ``moves balanced`` and ``moves acts balanced``:
+    each move's loss weighted by its inverse label frequency (``--class-weights balanced``).
+    Each also ``<line> sampled``. On a deal task (CB) each line's SL too, as ``<line> SL``.
     """
     from dialogue_gym_agents.planner.agent import planner
     from dialogue_gym_agents.planner.train import train_planner
     from dialogue_gym_agents.sft.retrieval import RetrievalConfig, sft_retrieval, train_retrieval
+    from dialogue_gym_agents.training.corpora import (
+        PLANNER_FORMATS,
+        dialogue_outcome,
+        load_training_dialogues,
+    )
 
     evaluations = _evaluation_envs(env_id, args)
     card = evaluations[env_id].unwrapped.card
     if card.corpus is None:
         return {}
-    with_moves = args.view == "concern" and card.strategies and card.concerns
+    kinds = [k for k in args.sft_kinds if k == "retrieval" or args.view == "concern"]
+    if not (card.strategies and card.concerns):
+        kinds = [k for k in kinds if k == "retrieval"]
     lines: dict[str, list[float]] = {}
     task = env_id.split("-")[0]
+    filtered = [k for k in kinds if SFT_MOVES.get(k, {}).get("successful_only")]
+    if filtered:
+        corpus = load_training_dialogues(task, args.data, format=PLANNER_FORMATS.get(task))
+        if all(dialogue_outcome(d) is None for d in corpus):  # nothing to keep the successes of
+            kinds = [k for k in kinds if k not in filtered]
     for seed in args.seeds:
-        out = args.out / "sft" / env_id / f"seed{seed}"
-        if not (out / "checkpoint.json").is_file():
-            train_retrieval(
-                RetrievalConfig(
-                    task=task, out=out, seed=seed, encoder=args.encoder, data=args.data,
-                    progress=False, tensorboard=False,
-                )
-            )  # fmt: skip
-        agent = sft_retrieval(card, checkpoint=out, seed=seed)
-        _record(lines, "retrieval", _play_everywhere(agent, evaluations, test))
-        if with_moves:
-            moves_out = args.out / "sft-moves" / env_id / f"seed{seed}"
+        if "retrieval" in kinds:
+            out = args.out / "sft" / env_id / f"seed{seed}"
+            if not (out / "checkpoint.json").is_file():
+                train_retrieval(
+                    RetrievalConfig(
+                        task=task, out=out, seed=seed, encoder=args.encoder, data=args.data,
+                        progress=False, tensorboard=False,
+                    )
+                )  # fmt: skip
+            agent = sft_retrieval(card, checkpoint=out, seed=seed)
+            _record(lines, "retrieval", _play_everywhere(agent, evaluations, test))
+        for kind in (k for k in kinds if k in SFT_MOVES):
+            moves_out = args.out / f"sft-{kind.replace(' ', '-')}" / env_id / f"seed{seed}"
             if not (moves_out / "checkpoint.json").is_file():
                 train_planner(
                     PlannerConfig(
                         task=task, out=moves_out, seed=seed, encoder=args.encoder,
                         data=args.data, view="concern", pretrain_epochs=20, ppo_steps=0,
-                        progress=False, tensorboard=False,
+                        progress=False, tensorboard=False, **SFT_MOVES[kind],
                     )
                 )  # fmt: skip
-            for line, deterministic in (("moves", True), ("moves sampled", False)):
+            for line, deterministic in ((kind, True), (f"{kind} sampled", False)):
                 agent = planner(card, checkpoint=moves_out, deterministic=deterministic)
                 _record(lines, line, _play_everywhere(agent, evaluations, test))
         rates = ", ".join(f"{k} {v[-1]:.2f}" for k, v in lines.items())
@@ -482,6 +515,13 @@ def main() -> int:
         action="store_true",
         help="also SFT per training seed, as lines: response retrieval on the task's corpus and "
         "(concern view) the planner's supervised phase on corpus turns labelled with moves",
+    )
+    parser.add_argument(
+        "--sft-kinds",
+        nargs="+",
+        choices=SFT_KINDS,
+        default=list(SFT_KINDS),
+        help="with --sft, only these kinds of it (default: all)",
     )
     args = parser.parse_args()
     args.masp_options = dict(args.masp_options)

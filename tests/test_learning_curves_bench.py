@@ -31,11 +31,14 @@ def test_every_method_draws_a_curve_and_masp_resumes(tmp_path: Path) -> None:
         # it (episodes that end early leave it a little short).
         assert point["steps"] >= (32 if method == "siavpo" else 64) and 0.0 <= point["sr"] <= 1.0
     assert {"scripted", "random"} <= set(results["lines"])
-    if sft:  # retrieval, and the planner's supervised phase over listening moves
-        for kind in ("retrieval", "moves", "moves sampled"):
+    if sft:  # retrieval, and the planner's supervised phase over listening moves (variants)
+        variants = ("moves acts", "moves successful", "moves acts successful", "moves balanced")
+        for kind in ("retrieval", "moves", "moves sampled", *variants):
             assert f"sft {kind} (mean over seeds)" in results["lines"]
             assert len(results["sft"][kind]) == 1 and 0.0 <= results["sft"][kind][0] <= 1.0
         assert (tmp_path / "sft-moves" / "P4G-hard" / "seed0" / "checkpoint.json").is_file()
+        acts = tmp_path / "sft-moves-acts" / "P4G-hard" / "seed0" / "checkpoint.json"
+        assert json.loads(acts.read_text())["config"]["move_labels"] == "acts"
     # MASP's run folders stay, pruned to the last iteration, and a rerun resumes them.
     kept = sorted(p.name for p in (tmp_path / "masp" / "P4G-hard" / "seed0").glob("iter-*"))
     assert len(kept) == 1

@@ -6,7 +6,11 @@ Phases (each logged to ``scalars.csv`` and TensorBoard; wall-clock in the manife
    strategy-annotated system turns (P4G annotated, ESConv, CB PPDPP acts, ED intents; labels
    mapped to the card's strategies by :mod:`dialogue_gym_agents.training.corpora`). Each
    example is the :class:`~dialogue_gym_agents.planner.agent.StrategyFeatures` vector of the corpus
-   history before the turn — the same features the env's ``StrategyActions`` view gives.
+   history before the turn — the same features the env's ``StrategyActions`` view gives. On
+   the concern view each corpus turn is labelled with a listening move (``--move-labels``: the
+   nearest wording, or the corpus's act picking the family:
+   :mod:`dialogue_gym_agents.training.move_labels`), optionally from the successful dialogues
+   only (``--successful-only``) and with a balanced loss (``--class-weights``).
 2. **PPO** (``--ppo-steps``, ``--max-minutes``): stable-baselines3 PPO on
    ``StrategyActions(make("<task>-<user>"))`` with the pretrained weights copied into the actor.
    The learning curve — rollout SR, RCSR and discounted return per PPO update — is logged as
@@ -46,12 +50,7 @@ import dialogue_gym
 from dialogue_gym.cards.card import TaskCard, load_card
 from dialogue_gym.data import Dialogue, Turn
 from dialogue_gym.env.registry import spec
-from dialogue_gym.env.wrappers import (
-    ConcernActions,
-    ListeningFeatures,
-    ListeningMoves,
-    StrategyActions,
-)
+from dialogue_gym.env.wrappers import ConcernActions, ListeningFeatures, StrategyActions
 from dialogue_gym.env.wrappers.strategy_actions import split_sentences
 from dialogue_gym.mind.encoders import Encoder, make_encoder
 from dialogue_gym_agents.common.checkpoint import CheckpointWriter, check_backend_spec
@@ -77,10 +76,11 @@ from dialogue_gym_agents.planner.agent import (
 from dialogue_gym_agents.training.corpora import (
     PLANNER_FORMATS,
     TRAIN_SPLITS,
-    LabelMapper,
     corpus_of,
     load_training_dialogues,
+    successful_dialogues,
 )
+from dialogue_gym_agents.training.move_labels import corpus_labels
 
 __all__ = [
     "PlannerConfig",
@@ -118,7 +118,24 @@ class PlannerConfig(TrainConfig):
         None,
         "epochs of supervised pretraining on the corpus (0: skip; default: 20 on the strategy "
         "view, on the corpus's strategy labels; 0 on the concern view, where each corpus turn "
-        "is labelled with its nearest listening move)",
+        "is labelled with a listening move: --move-labels)",
+    )
+    move_labels: Literal["nearest", "acts"] = option(
+        "nearest",
+        "concern view: how corpus turns become move labels: nearest (the nearest wording over "
+        "every move) or acts (the corpus's act annotation picks the move family, e.g. a price "
+        "offer's price move, the nearest wording the move within it; see training.move_labels)",
+    )
+    successful_only: bool = option(
+        False,
+        "pretrain only on corpus dialogues whose recorded outcome is a success (filtered "
+        "cloning: P4G donated, ESConv emotion intensity fell, CB deal within the buyer's "
+        "target; ED records none)",
+    )
+    class_weights: Literal["none", "balanced"] = option(
+        "none",
+        "pretraining loss per action: none (as often as the corpus uses it) or balanced "
+        "(inverse label frequency: every action weighs the same in all; a reweighting)",
     )
     pretrain_lr: float = option(1e-3, "Adam learning rate of pretraining")
     pretrain_batch_size: int = option(64, "minibatch size of pretraining")
@@ -195,7 +212,7 @@ class PlannerConfig(TrainConfig):
 def corpus_examples(
     dialogues: Sequence[Dialogue],
     features: StrategyFeatures | ListeningFeatures,
-    label: Callable[[Turn, list[str]], np.ndarray | None],
+    label: Callable[[Turn, list[str], list[str]], np.ndarray | None],
     n_actions: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Feature vectors and soft action targets of the system turns within the first T exchanges.
@@ -203,8 +220,8 @@ def corpus_examples(
     Args:
         dialogues: The corpus dialogues.
         features: The view's feature tracker (what the env's view would observe).
-        label: ``label(turn, replies)``: a system turn's target over the actions given the user
-            replies before it (``None``: the turn has no label and is skipped).
+        label: ``label(turn, replies, own)``: a system turn's target over the actions given the
+            user's replies and the system's turns before it (``None``: no label, skipped).
         n_actions: Number of actions.
 
     Returns:
@@ -232,7 +249,8 @@ def corpus_examples(
                 if exchange >= features.max_exchanges:
                     break
                 x = features.observe({"history": tuple(history), "role": 0, "exchange": exchange})
-                target = label(turn, [h["text"] for h in history if h["speaker"] == 1])
+                said = [[h["text"] for h in history if h["speaker"] == s] for s in (1, 0)]
+                target = label(turn, *said)
                 if target is not None:
                     xs.append(x)
                     ys.append(target)
@@ -243,35 +261,6 @@ def corpus_examples(
     if not xs:
         return np.zeros((0, features.n_features), np.float32), np.zeros((0, n_actions), np.float32)
     return np.stack(xs).astype(np.float32), np.stack(ys).astype(np.float32)
-
-
-def corpus_labels(
-    card: TaskCard, moves: ListeningMoves | None, encoder: Encoder
-) -> tuple[Callable[[Turn, list[str]], np.ndarray | None], Callable[[], dict[str, Any]]]:
-    """How corpus turns are labelled, and a report of the labels given so far.
-
-    The strategy view maps the corpus's strategy labels to the card's strategies
-    (:class:`~dialogue_gym_agents.training.corpora.LabelMapper`); the concern view labels each
-    system turn with its nearest listening move there (:meth:`ListeningMoves.nearest`).
-    """
-    if moves is None:
-        mapper = LabelMapper(card)
-
-        def by_strategy(turn: Turn, replies: list[str]) -> np.ndarray | None:
-            return mapper(turn.acts)
-
-        return by_strategy, mapper.report
-    eye = np.eye(len(moves.names), dtype=np.float32)
-    counts = dict.fromkeys(moves.names, 0)
-
-    def by_move(turn: Turn, replies: list[str]) -> np.ndarray | None:
-        if not turn.text.strip():
-            return None
-        move = moves.nearest(turn.text, replies, encoder)
-        counts[moves.names[move]] += 1
-        return eye[move]
-
-    return by_move, lambda: {"labels": "nearest listening move", "move_counts": dict(counts)}
 
 
 def pretrain(
@@ -285,8 +274,14 @@ def pretrain(
     """Cross-entropy on soft strategy targets; logs ``pretrain/loss`` and ``/accuracy`` per epoch.
 
     Accuracy counts a prediction right when the argmax strategy is among the turn's labels.
+    With ``class_weights="balanced"`` each action's loss is weighted by ``n / (k n_a)`` (``n_a``
+    its label mass, ``k`` the actions labelled at all), as scikit-learn's ``balanced``.
     """
     inputs, targets = torch.as_tensor(X), torch.as_tensor(Y)
+    weight = None
+    if config.class_weights == "balanced":
+        mass = targets.sum(dim=0)
+        weight = torch.where(mass > 0, len(targets) / (int((mass > 0).sum()) * mass), 0.0)
     optimizer = torch.optim.Adam(net.parameters(), lr=config.pretrain_lr)
     epochs = config.pretrain_epochs or 0
     bar = progress_bar(epochs, "pretraining", config.progress, unit="epoch")
@@ -297,7 +292,7 @@ def pretrain(
         for start in range(0, len(order), config.pretrain_batch_size):
             batch = order[start : start + config.pretrain_batch_size]
             logits = net(inputs[batch])
-            loss = F.cross_entropy(logits, targets[batch])
+            loss = F.cross_entropy(logits, targets[batch], weight=weight)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -517,7 +512,9 @@ def train_planner(config: PlannerConfig) -> Path:
                 max_dialogues=config.max_dialogues,
                 rng=run.numpy,
             )
-            label, report = corpus_labels(card, moves, encoder)
+            if config.successful_only:
+                dialogues = successful_dialogues(dialogues)
+            label, report = corpus_labels(card, moves, encoder, config.move_labels)
             X, Y = corpus_examples(dialogues, features, label, n_actions)
             if len(X) == 0:
                 raise ValueError(f"no {card.id} corpus turn carries a label of this view")

@@ -44,6 +44,7 @@ views of the registered cards for callers that hold only an id.
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.cards.sections import CorpusSpec, TaskTable
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.env.tasks import task_card, task_cards
+from dialogue_gym.text.prices import offer_in
 
 __all__ = [
     "LABEL_ALIASES",
@@ -64,7 +66,9 @@ __all__ = [
     "LabelMapper",
     "corpus_of",
     "corpus_spec",
+    "dialogue_outcome",
     "load_training_dialogues",
+    "successful_dialogues",
 ]
 
 
@@ -164,6 +168,65 @@ def load_training_dialogues(
             keep = np.sort(generator.choice(len(dialogues), size=max_dialogues, replace=False))
             dialogues = [dialogues[int(i)] for i in keep]
     return dialogues
+
+
+def dialogue_outcome(dialogue: Dialogue) -> bool | None:
+    """Whether a corpus dialogue succeeded, where the corpus records its outcome.
+
+    P4G: the persuadee donated (``profile["donation"] > 0``: the amount it really gave after
+    the chat). ESConv: the seeker's emotion intensity fell (the post-chat survey's
+    ``final_emotion_intensity`` below ``initial_emotion_intensity``). CB: a deal at or under the
+    buyer's target (``situation["buyer_target"]``); the PPDPP copy records no deal price, so it
+    is read from the text: the last price named before the first ``agree`` act (no ``agree``:
+    no deal, ``False``). ``None`` where nothing is recorded: ED (no outcome at all), an ESConv
+    dialogue without a survey, a CB one without a target or with an agree before any price.
+    """
+    if dialogue.corpus == "cb":
+        return _deal_within_target(dialogue)
+    if dialogue.corpus == "p4g":
+        donation = dialogue.profile.get("donation")
+        return float(donation) > 0 if isinstance(donation, int | float) else None
+    if dialogue.corpus == "esconv":
+        survey = dialogue.situation.get("survey_score")
+        try:
+            if isinstance(survey, str):
+                survey = ast.literal_eval(survey)
+            seeker = survey["seeker"]  # type: ignore[index]
+            before = float(seeker["initial_emotion_intensity"])
+            after = float(seeker["final_emotion_intensity"])
+        except (KeyError, TypeError, ValueError, SyntaxError):
+            return None
+        return after < before
+    return None
+
+
+def _deal_within_target(dialogue: Dialogue) -> bool | None:
+    """CB: whether the dialogue's deal is at or under the buyer's target (see above)."""
+    try:
+        listing = float(dialogue.situation["listing_price"])
+        target = float(dialogue.situation["buyer_target"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    price = None
+    for turn in dialogue.turns:
+        if "agree" in turn.acts:
+            return None if price is None else price <= target
+        named = offer_in(turn.text, reference=listing)
+        price = named if named is not None else price
+    return False
+
+
+def successful_dialogues(dialogues: Sequence[Dialogue]) -> list[Dialogue]:
+    """The dialogues whose recorded outcome is a success (filtered behaviour cloning).
+
+    Raises:
+        ValueError: No dialogue records an outcome (ED, CB): there is nothing to filter by.
+    """
+    outcomes = [dialogue_outcome(d) for d in dialogues]
+    if all(o is None for o in outcomes):
+        corpus = dialogues[0].corpus if dialogues else "the"
+        raise ValueError(f"{corpus} corpus dialogues record no outcome to keep the successes of")
+    return [d for d, o in zip(dialogues, outcomes, strict=True) if o]
 
 
 class LabelMapper:

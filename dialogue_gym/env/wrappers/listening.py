@@ -8,7 +8,7 @@ An agent that plays through text (a planner trained on the view) uses them direc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -133,7 +133,13 @@ class ListeningMoves:
             return story.detail(details[-1])
         return story.form(len(STORY_FORMS) + (step - len(STORY_FORMS)) % len(STORY_LEADS))
 
-    def nearest(self, text: str, replies: Sequence[str], encoder: Encoder) -> int:
+    def nearest(
+        self,
+        text: str,
+        replies: Sequence[str],
+        encoder: Encoder,
+        among: Collection[str] | None = None,
+    ) -> int:
         """The move whose wording here is most similar to ``text`` (labels others' turns).
 
         Candidates are every fixed wording of a move, and what the moves built from the
@@ -144,11 +150,20 @@ class ListeningMoves:
             text: A system turn (e.g. a corpus listener's).
             replies: The user's replies before it.
             encoder: The encoder whose cosine decides.
+            among: Only these moves (by name) are candidates (default: every move). A move
+                with nothing to say here (``reflect`` before a first-person statement, a
+                price move) is never one; when none of them has, the first of them in
+                :attr:`names`.
+
+        Raises:
+            ValueError: ``among`` names no move.
         """
         owners: list[int] = []
         texts: list[str] = []
         story = Story.read(replies)
         for index, name in enumerate(self.names):
+            if among is not None and name not in among:
+                continue
             if name == "reflect":
                 options = [f"It sounds like {second_person(c)}" for c in statements(replies)]
             elif name in self._from_story and story is not None:
@@ -157,6 +172,11 @@ class ListeningMoves:
                 options = list(self._pools.get(name, ()))
             owners += [index] * len(options)
             texts += options
+        if not texts:
+            named = [i for i, name in enumerate(self.names) if name in (among or ())]
+            if not named:
+                raise ValueError(f"no move among {sorted(among or ())}")
+            return named[0]
         rows = np.asarray(encoder.encode([text, *texts]), dtype=np.float32)
         return owners[int(np.argmax(rows[1:] @ rows[0]))]
 

@@ -44,8 +44,6 @@ _OFFER_BREAK = re.compile(
 )
 """Where an offer and its reason meet in one sentence: a comma, a semicolon, a colon, a spaced
 dash, or a reason's conjunction ("I can do $240 since it needs new tires")."""
-CARRIERS = ASKS
-"""The readings of a sentence that a reason can ride in unheard: an offer."""
 PART_WORDS = 3
 """The fewest words of a part read on its own ("Given that" is a pointer, not a reason)."""
 _WORDS = re.compile(r"\w+")
@@ -148,7 +146,7 @@ class SellerPerception:
         parts = [
             part
             for sentence, read in zip(split_sentences(p.view), reads, strict=True)
-            if reader.classes[int(read)] in CARRIERS
+            if reader.classes[int(read)] in ASKS
             for part in split_offer(sentence)
         ]
         if not parts:
@@ -201,8 +199,10 @@ class SellerPerception:
         words counts as much as one in the card's. A reason the seller has just brought up
         (``state.focus``) counts from ``focus_threshold`` when the turn reads likeliest as it,
         and counts whatever the turn's words when the turn points back at it ("Given that,
-        would you take $980?", :attr:`~dialogue_gym.users.analysis.Perception.back_reference`)
-        — as does the one reason the seller just acknowledged, when it brought up nothing.
+        would you take $980?", :attr:`~dialogue_gym.users.analysis.Perception.back_reference`).
+        A pointer back at a reason the seller has just acknowledged is a press with nothing
+        new in it and counts for nothing more: credited, "Given that, would you take $N?"
+        after one reason doubled such a script's SL (0.093 → 0.186, CB-hard, 100 episodes).
         """
         preset = self.preset
         arguments, focus = state.arguments, state.focus
@@ -214,10 +214,6 @@ class SellerPerception:
         # A turn that reads as nothing but an offer makes no argument, whatever the prototypes'
         # faint likeness ("How about $1,325 a month?" beside "I'm saving up for rent").
         reasons_read = p.meaning is None or not p.meaning.leading <= set(ASKS)
-        # What a pointer back points at: what the seller just brought up, else the reason it
-        # just took on board ("Fair enough, it's not in perfect shape." — "Good to know.
-        # Would $210 work, considering that?").
-        pointed = set(focus) or set(state.addressed_last)
         scores = {}
         for cid in arguments:
             # Every buyer turn carries an offer, which takes much of the reader's probability:
@@ -230,9 +226,10 @@ class SellerPerception:
             scores[cid] = max(p.unlock[cid] if reasons_read else 0.0, by_meaning)
             # A reason pointing back at what the seller just brought up ("Thanks for being
             # upfront. Given that, would you take $980?") argues it, whatever its words.
-            if cid in focus and cid == closest and p.addressing(cid) >= preset.focus_threshold:
-                scores[cid] = max(scores[cid], preset.unlock_threshold)
-            if pointed == {cid} and p.back_reference:
+            if cid in focus and (
+                (cid == closest and p.addressing(cid) >= preset.focus_threshold)
+                or (p.back_reference and len(focus) == 1)
+            ):
                 scores[cid] = max(scores[cid], preset.unlock_threshold)
         return scores
 

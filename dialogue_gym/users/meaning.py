@@ -30,13 +30,10 @@ import dataclasses
 import hashlib
 import os
 import re
-import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -44,11 +41,15 @@ from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.mind.static import cache_root
 from dialogue_gym.text.prices import mask_prices
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from dialogue_gym.users.perception_sets import (
+    ACTS,
+    DEFAULT_L2,
+    NEAR_MISS,
+    PerceptionSet,
+    PerceptionSetError,
+    load_perception_set,
+    parse_perception_set,
+)
 
 __all__ = [
     "ACTS",
@@ -66,10 +67,6 @@ __all__ = [
     "split_sentences",
 ]
 
-ACTS = ("ask_polite", "ask_pushy", "rapport", "probe", "acknowledge", "off_topic", "farewell")
-"""Kinds of turn that answer no concern, each a class of the reader."""
-NEAR_MISS = "near_miss"
-"""The class of turns on a concern's topic that do not answer it (the hard negatives)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w")
@@ -92,10 +89,6 @@ def has_requests(card: TaskCard) -> bool:
     return bool(card.cues.get("ask")) or (
         card.corpus is not None and card.corpus.ask_reader is not None
     )
-
-
-class PerceptionSetError(ValueError):
-    """A perception set that cannot be used (names the file and the field)."""
 
 
 _CLAUSE_BREAK = re.compile(r";\s+|,\s+and\s+")
@@ -168,82 +161,6 @@ def split_sentences(text: str, min_words: int = 3) -> list[str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class PerceptionSet:
-    """A task's perception set (see the module docstring).
-
-    Attributes:
-        task: The card id it was written for.
-        addressing: Concern id → turns that answer that concern.
-        near_miss: Concern id → turns on its topic that do not answer it.
-        turns: Act (one of :data:`ACTS`) → examples of that kind of turn.
-    """
-
-    task: str
-    addressing: Mapping[str, tuple[str, ...]]
-    near_miss: Mapping[str, tuple[str, ...]]
-    turns: Mapping[str, tuple[str, ...]]
-
-    def __len__(self) -> int:
-        tables = (self.addressing, self.near_miss, self.turns)
-        return sum(len(lines) for table in tables for lines in table.values())
-
-
-def _lines(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise PerceptionSetError(f"{where}: expected a list of non-empty strings")
-    return tuple(dict.fromkeys(v.strip() for v in value))
-
-
-def parse_perception_set(data: Mapping[str, Any], card: TaskCard, source: str) -> PerceptionSet:
-    """Validates a parsed perception-set TOML against ``card``.
-
-    Raises:
-        PerceptionSetError: Naming ``source`` and the field: an unknown concern or act, a list
-            that is not a list of strings, a concern of the card with no addressing turns.
-    """
-    known = {c.id for c in card.concerns}
-    concerns = data.get("concerns", {})
-    if not isinstance(concerns, Mapping):
-        raise PerceptionSetError(f"{source}: concerns: expected a table per concern")
-    addressing: dict[str, tuple[str, ...]] = {}
-    near_miss: dict[str, tuple[str, ...]] = {}
-    for cid, table in concerns.items():
-        where = f"{source}: concerns.{cid}"
-        if cid not in known:
-            raise PerceptionSetError(f"{where}: card {card.id!r} has no such concern")
-        if not isinstance(table, Mapping) or set(table) - {"addressing", "near_miss"}:
-            raise PerceptionSetError(f"{where}: expected the keys addressing and near_miss")
-        addressing[cid] = _lines(table.get("addressing", []), f"{where}.addressing")
-        near_miss[cid] = _lines(table.get("near_miss", []), f"{where}.near_miss")
-    missing = sorted(known - {cid for cid, lines in addressing.items() if lines})
-    if missing:
-        raise PerceptionSetError(f"{source}: concerns {missing} have no addressing turns")
-    turns_table = data.get("turns", {})
-    if not isinstance(turns_table, Mapping) or set(turns_table) - set(ACTS):
-        unknown = sorted(set(turns_table) - set(ACTS)) if isinstance(turns_table, Mapping) else []
-        raise PerceptionSetError(f"{source}: turns: unknown acts {unknown}; choose from {ACTS}")
-    turns = {act: _lines(turns_table[act], f"{source}: turns.{act}") for act in turns_table}
-    return PerceptionSet(card.id, addressing, near_miss, turns)
-
-
-def load_perception_set(card: TaskCard) -> PerceptionSet | None:
-    """The shipped perception set of ``card`` (``perception/<id>.toml``), or ``None``.
-
-    Raises:
-        PerceptionSetError: The shipped file is malformed.
-    """
-    path = resources.files("dialogue_gym.catalog").joinpath("perception", f"{card.id}.toml")
-    if not path.is_file():
-        return None
-    source = f"perception/{card.id}.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise PerceptionSetError(f"{source}: not valid TOML ({exc})") from None
-    return parse_perception_set(data, card, source)
-
-
-@dataclasses.dataclass(frozen=True)
 class TurnMeaning:
     """What a turn means, read sentence by sentence.
 
@@ -294,7 +211,7 @@ class TurnMeaning:
 
 
 def _fit_softmax(
-    x: np.ndarray, y: np.ndarray, classes: int, l2: float = 1e-3, steps: int = 400
+    x: np.ndarray, y: np.ndarray, classes: int, l2: float = DEFAULT_L2, steps: int = 400
 ) -> np.ndarray:
     """Multinomial logistic regression by full-batch gradient descent (deterministic).
 
@@ -418,6 +335,9 @@ class MeaningReader:
         digest = hashlib.sha256(
             "\n".join(f"{t}\t{y}" for t, y in zip(texts, labels, strict=True)).encode()
         )
+        l2 = examples.l2 if examples is not None else DEFAULT_L2
+        if l2 != DEFAULT_L2:  # the default keeps the keys of fits cached before sets had one
+            digest.update(f"\nl2={l2!r}".encode())
         key = (card.id, getattr(encoder, "name", type(encoder).__name__), digest.hexdigest())
         with _FITS_LOCK:
             fitted = _FITS.get(key)
@@ -427,7 +347,7 @@ class MeaningReader:
             fitted = _load_fit(key, probe, len(self.classes))
             if fitted is None:
                 x = np.asarray(encoder.encode(texts), dtype=np.float64)
-                fitted = _fit_softmax(x, np.asarray(labels), len(self.classes))
+                fitted = _fit_softmax(x, np.asarray(labels), len(self.classes), l2)
                 _store_fit(key, probe, fitted)
             with _FITS_LOCK:
                 _FITS[key] = fitted

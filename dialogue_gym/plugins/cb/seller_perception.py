@@ -5,9 +5,13 @@
 see the same text), the offer in context (:func:`~dialogue_gym.text.prices.read_offer`), the
 turn's perception by the card's :class:`~dialogue_gym.users.analysis.UtteranceAnalyzer`, and
 how strongly the turn argues each of the card's concerns — which one it is credited for, and
-its share of the turn's one unit of credit. It holds no episode state: what it needs of the
-negotiation (the arguments' progress, what the seller just brought up) comes in as the
-:class:`~dialogue_gym.plugins.cb.seller_state.NegotiationState` argument, read, never moved.
+its share of the turn's one unit of credit. Every buyer turn carries an offer, and a reason
+often rides in the offer's own sentence ("Given the scratches, could you do $240?"): besides
+each sentence, the seller reads the parts of a sentence that an offer and its reason share
+(:func:`split_offer`), so the ask does not drown the reason. It holds no episode state: what
+it needs of the negotiation (the arguments' progress, what the seller just brought up) comes
+in as the :class:`~dialogue_gym.plugins.cb.seller_state.NegotiationState` argument, read,
+never moved.
 """
 
 from __future__ import annotations
@@ -26,13 +30,36 @@ from dialogue_gym.text.prices import OfferReading, mask_prices, read_offer
 from dialogue_gym.text.view import text_view
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import MEANING_SCALE
-from dialogue_gym.users.meaning import ASKS
+from dialogue_gym.users.meaning import ASKS, split_sentences
 
-__all__ = ["BuyerTurnReader", "SellerPerception", "TurnView"]
+__all__ = ["BuyerTurnReader", "SellerPerception", "TurnView", "split_offer"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _MONEY = re.compile(r"\$\s?\d|\b(budget|spend|afford)\b", re.I)
 """A buyer's turn that names a price or its budget."""
+_OFFER_BREAK = re.compile(
+    r"[,;:]\s+|\s+(?:--?|[\u2013\u2014])\s+|"
+    r"\s+(?=(?:since|because|given|considering|seeing as|as long as)\b)",
+    re.I,
+)
+"""Where an offer and its reason meet in one sentence: a comma, a semicolon, a colon, a spaced
+dash, or a reason's conjunction ("I can do $240 since it needs new tires")."""
+PART_WORDS = 3
+"""The fewest words of a part read on its own ("Given that" is a pointer, not a reason)."""
+_WORDS = re.compile(r"\w+")
+
+
+def split_offer(sentence: str) -> list[str]:
+    """The parts of ``sentence`` read on their own; ``[]`` when it has none to split.
+
+    "Given the scratches on the side, could you do $N?" → ["Given the scratches on the side",
+    "could you do $N"]: read whole, the sentence reads mostly as an offer. Parts under
+    :data:`PART_WORDS` words are dropped.
+    """
+    parts = [part.strip(" .!?") for part in _OFFER_BREAK.split(sentence)]
+    if len(parts) < 2:
+        return []
+    return [part for part in parts if len(_WORDS.findall(part)) >= PART_WORDS]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,12 +128,38 @@ class SellerPerception:
         return TurnView(text, reading, reading.offer is not None or bool(_MONEY.search(text)))
 
     def perceive(self, text: str, listing_price: float) -> Perception:
-        """The perception of ``text`` with its prices masked.
+        """The perception of ``text`` with its prices masked, its offers' parts read too.
 
         The argument does not depend on the number (and the encoder's cache then sees a
-        template once).
+        template once). A sentence read as an ask is also read in its parts
+        (:func:`split_offer`): a part whose likeliest reading is a reason, at the reader's line
+        (``meaning_threshold``), counts as a sentence that reads so — it raises that reason's
+        probability in the turn's meaning and joins its leading readings.
         """
-        return self.analyzer.perceive(mask_prices(text, listing_price))
+        p = self.analyzer.perceive(mask_prices(text, listing_price))
+        reader = self.analyzer.meaning_reader
+        if p.meaning is None or reader is None or p.sentence_embeddings is None:
+            return p
+        # Only a sentence read as an ask is split: there the offer drowns the reason. A
+        # sentence read as anything else keeps its reading (a fragment alone is easily misread).
+        reads = reader.probabilities(p.sentence_embeddings).argmax(axis=1)
+        parts = [
+            part
+            for sentence, read in zip(split_sentences(p.view), reads, strict=True)
+            if reader.classes[int(read)] in ASKS
+            for part in split_offer(sentence)
+        ]
+        if not parts:
+            return p
+        concerns = dict(p.meaning.concerns)
+        leading = set(p.meaning.leading)
+        for row in reader.probabilities(np.asarray(self.analyzer.encoder.encode(parts))):
+            top = reader.classes[int(row.argmax())]
+            if top in concerns and row.max() >= self.preset.meaning_threshold:
+                concerns[top] = max(concerns[top], float(row.max()))
+                leading.add(top)
+        meaning = dataclasses.replace(p.meaning, concerns=concerns, leading=frozenset(leading))
+        return dataclasses.replace(p, meaning=meaning)
 
     def repeats(self, p: Perception, past: list[np.ndarray]) -> bool:
         """The turn reads as one of the ``past`` turns' embeddings (cosine 0.9 and up)."""
@@ -147,6 +200,9 @@ class SellerPerception:
         (``state.focus``) counts from ``focus_threshold`` when the turn reads likeliest as it,
         and counts whatever the turn's words when the turn points back at it ("Given that,
         would you take $980?", :attr:`~dialogue_gym.users.analysis.Perception.back_reference`).
+        A pointer back at a reason the seller has just acknowledged is a press with nothing
+        new in it and counts for nothing more: credited, "Given that, would you take $N?"
+        after one reason doubled such a script's SL (0.093 → 0.186, CB-hard, 100 episodes).
         """
         preset = self.preset
         arguments, focus = state.arguments, state.focus

@@ -137,6 +137,6 @@ def test_the_trained_user_benchmark_sets_a_policy_beside_the_blind_ones(
     # The blind refuser never agrees, and refuses every resolved turn it meets.
     assert cells["always_refuse"]["sr"] == 0.0 and cells["always_refuse"]["agree_otherwise"] == 0
     assert cells["rational"]["agree_when_due"] in (1.0,) or cells["rational"]["due_turns"] == 0
-    assert "trained run" in capsys.readouterr().out
+    assert f"trained {'/'.join(run_dir.parts[-2:])}" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--runs", str(tmp_path / "missing")])

@@ -116,9 +116,12 @@ def _dialogue(corpus: str, profile: dict, situation: dict) -> Dialogue:
 def test_only_the_dialogues_whose_recorded_outcome_is_a_success_are_kept() -> None:
     donated = _dialogue("p4g", {"donation": 0.5}, {})
     refused = _dialogue("p4g", {"donation": 0.0}, {})
-    survey = "{'seeker': {'initial_emotion_intensity': '4', 'final_emotion_intensity': '%s'}}"
-    better = _dialogue("esconv", {}, {"survey_score": survey % 2})
-    same = _dialogue("esconv", {}, {"survey_score": survey % 4})
+
+    def survey(final: str) -> dict:  # as the loader gives it
+        return {"seeker": {"initial_emotion_intensity": "4", "final_emotion_intensity": final}}
+
+    better = _dialogue("esconv", {}, {"survey_score": survey("2")})
+    same = _dialogue("esconv", {}, {"survey_score": survey("4")})
     unsurveyed = _dialogue("esconv", {}, {})
     assert [dialogue_outcome(d) for d in (donated, refused, better, same, unsurveyed)] == [
         True,

@@ -44,7 +44,6 @@ views of the registered cards for callers that hold only an id.
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -57,6 +56,7 @@ from dialogue_gym.cards.sections import CorpusSpec, TaskTable
 from dialogue_gym.data import Dialogue, load_corpus
 from dialogue_gym.env.tasks import task_card, task_cards
 from dialogue_gym.text.prices import offer_in
+from dialogue_gym.validity.corpus import outcome_of
 
 __all__ = [
     "LABEL_ALIASES",
@@ -173,31 +173,19 @@ def load_training_dialogues(
 def dialogue_outcome(dialogue: Dialogue) -> bool | None:
     """Whether a corpus dialogue succeeded, where the corpus records its outcome.
 
-    P4G: the persuadee donated (``profile["donation"] > 0``: the amount it really gave after
-    the chat). ESConv: the seeker's emotion intensity fell (the post-chat survey's
-    ``final_emotion_intensity`` below ``initial_emotion_intensity``). CB: a deal at or under the
-    buyer's target (``situation["buyer_target"]``); the PPDPP copy records no deal price, so it
-    is read from the text: the last price named before the first ``agree`` act (no ``agree``:
-    no deal, ``False``). ``None`` where nothing is recorded: ED (no outcome at all), an ESConv
-    dialogue without a survey, a CB one without a target or with an agree before any price.
+    The task plug-in's reading of the real outcome
+    (:func:`dialogue_gym.validity.corpus.outcome_of`, the validity benchmark's truth): P4G, the
+    persuadee donated; ESConv, the seeker's post-chat emotion intensity fell. CB asks more of a
+    deal: one at or under the buyer's target (``situation["buyer_target"]``); the PPDPP copy
+    records no deal price, so it is read from the text: the last price named before the first
+    ``agree`` act (no ``agree``: no deal, ``False``). ``None`` where nothing is recorded: ED (no
+    outcome at all), an ESConv dialogue without a survey, a CB one without a target or with an
+    agree before any price.
     """
     if dialogue.corpus == "cb":
         return _deal_within_target(dialogue)
-    if dialogue.corpus == "p4g":
-        donation = dialogue.profile.get("donation")
-        return float(donation) > 0 if isinstance(donation, int | float) else None
-    if dialogue.corpus == "esconv":
-        survey = dialogue.situation.get("survey_score")
-        try:
-            if isinstance(survey, str):
-                survey = ast.literal_eval(survey)
-            seeker = survey["seeker"]  # type: ignore[index]
-            before = float(seeker["initial_emotion_intensity"])
-            after = float(seeker["final_emotion_intensity"])
-        except (KeyError, TypeError, ValueError, SyntaxError):
-            return None
-        return after < before
-    return None
+    outcome = outcome_of(dialogue)
+    return None if outcome is None else outcome.success
 
 
 def _deal_within_target(dialogue: Dialogue) -> bool | None:
@@ -220,7 +208,7 @@ def successful_dialogues(dialogues: Sequence[Dialogue]) -> list[Dialogue]:
     """The dialogues whose recorded outcome is a success (filtered behaviour cloning).
 
     Raises:
-        ValueError: No dialogue records an outcome (ED, CB): there is nothing to filter by.
+        ValueError: No dialogue records an outcome (ED): there is nothing to filter by.
     """
     outcomes = [dialogue_outcome(d) for d in dialogues]
     if all(o is None for o in outcomes):

@@ -22,7 +22,7 @@ import dialogue_gym
 from dialogue_gym.cards.card import Style
 from dialogue_gym.plugins.cb.seller import SellerUser
 from dialogue_gym.users.persona import persona_bank
-from dialogue_gym.users.wording import add_style
+from dialogue_gym.users.style import add_style
 
 GREETING = "Hi! Is this still available?"
 ASK_CONDITION = "Hi! Is it still available, and what condition is it in?"

@@ -23,7 +23,7 @@ from dialogue_gym.plugins.cb.seller_state import RESOLVED, NegotiationState, Tur
 from dialogue_gym.text.cue_search import any_cue
 from dialogue_gym.text.prices import format_price
 from dialogue_gym.users.persona import Persona
-from dialogue_gym.users.wording import add_style, pick_unused
+from dialogue_gym.users.style import add_style, pick_unused
 
 __all__ = ["SellerReplyWriter", "SellerWording"]
 

@@ -1,0 +1,99 @@
+"""The persona's surface style: openers, closers and casing around a reply.
+
+A reply template says what the user means; :func:`add_style` dresses it in the persona's
+style (:class:`~dialogue_gym.cards.card.Style`) without changing what it says, and
+:func:`pick_unused` draws a wording not said yet this episode. Both the cognitive user's
+:class:`~dialogue_gym.users.wording.TemplateWording` and the CraigslistBargain seller use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from dialogue_gym.cards.card import Style
+
+
+def _starts_alike(first: str, second: str) -> bool:
+    """Whether ``second`` opens with the first word of ``first`` (case aside)."""
+    word = re.match(r"\W*(\w+)", first)
+    return word is not None and re.match(rf"\W*{word.group(1)}\b", second, re.I) is not None
+
+
+def _says_again(closer: str, text: str) -> bool:
+    """Whether ``closer`` opens with a word (four letters or more) that ``text`` already says.
+
+    "... Anyway, thanks, but no. Anyway!" (blind play round 11, P4G seed 103).
+    """
+    word = re.match(r"\W*(\w{4,})", closer)
+    return word is not None and re.search(rf"\b{word.group(1)}\b", text, re.I) is not None
+
+
+def add_style(
+    text: str,
+    style: Style,
+    pick: Callable[[str, tuple[str, ...]], str],
+    rng: np.random.Generator,
+    *,
+    asked: bool,
+    closer: bool = True,
+) -> str:
+    """Adds a persona's opener and closer (each sometimes) and its casing to a reply.
+
+    Args:
+        text: The reply.
+        style: The persona's style (openers, closers, verbosity, casing).
+        pick: Draws one of a key's options (the user's episode-aware picker).
+        rng: The user's episode generator.
+        asked: The other side asked a question: only then may a closer thank it for asking.
+        closer: Whether a closer may follow (not after a reply that gives ground, whose
+            closers would hedge it: "$0.25 it is. We'll see.").
+    """
+    if rng.random() < 0.45:
+        opener = pick("opener", style.openers)
+        if _starts_alike(opener, text):
+            opener = ""  # "Oh! Oh, I didn't know ..." stutters
+        runs_on = bool(opener) and not opener.rstrip().endswith((".", "!", "?", ":"))
+        if runs_on and not re.match(r"I\b", text):
+            text = text[:1].lower() + text[1:]  # "Okay, so true, ..." not "Okay, so True, ..."
+        text = opener + text
+    if rng.random() < 0.35 * style.verbosity and closer:
+        ending = pick("closer", style.closers)
+        if (
+            (asked or not re.search(r"\bask", ending, re.I))
+            and not _starts_alike(text, ending)
+            and not _says_again(ending, text)
+        ):
+            text = text.rstrip() + ending  # not "Thank you for your message. ... Thank you."
+    return text.lower() if style.lowercase else text
+
+
+def unsaid(used: set[str], key: str, options: tuple[str, ...]) -> list[int]:
+    """The indices of ``options`` not said yet under ``key`` this episode (see ``used``)."""
+    return [i for i in range(len(options)) if f"{key}:{i}" not in used]
+
+
+def pick_unused(
+    rng: np.random.Generator,
+    used: set[str],
+    key: str,
+    options: tuple[str, ...],
+    prefer: Callable[[str], object] | None = None,
+) -> str:
+    """One of ``options`` at random, preferring those not used yet under ``key`` this episode.
+
+    Args:
+        rng: The user's episode generator.
+        used: ``"<key>:<index>"`` of the options used so far (updated).
+        key: What the options are for (a reply kind, a concern's voice lines, ...).
+        options: The wordings.
+        prefer: Of the unused options, those it accepts come first when there are any.
+    """
+    fresh = unsaid(used, key, options)
+    preferred = [i for i in fresh if prefer(options[i])] if prefer is not None else []
+    fresh = preferred or fresh
+    index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
+    used.add(f"{key}:{index}")
+    return options[index]

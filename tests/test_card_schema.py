@@ -149,6 +149,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "styles[].tone": ("p4g", BAD_STR),
     "styles[].openers": ("p4g", BAD_TEXTS),
     "styles[].closers": ("p4g", BAD_TEXTS),
+    "styles[].sign_offs": ("p4g", BAD_TEXTS),
     "styles[].lowercase": ("p4g", BAD_BOOL),
     "styles[].verbosity": ("p4g", bad_floats(0, 10)),
     "personas": ("p4g", BAD_TABLE),

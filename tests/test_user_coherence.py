@@ -364,7 +364,9 @@ def test_a_no_after_a_partial_answer_says_how_far_it_got_then_no(p4g: Any) -> No
             continue
         seen += 1
         reply = steps[2]["reply"]
-        assert " but " in f" {reply.lower()}" or "still," in reply.lower(), reply
+        # Linked: "... But not this time.", "Still, ...", or after a reaction that says what
+        # is missing, "... So not this time.".
+        assert re.search(r"\b(but|still,|so)\b", reply, re.I), reply
         assert "that's why" not in reply.lower(), reply
     assert seen, "no refusal naming a partly answered worry in 40 seeds"
 

@@ -99,7 +99,7 @@ class Concern:
 
 @dataclasses.dataclass(frozen=True)
 class Style:
-    """The persona's external layer: tone and surface wording."""
+    """The persona's external layer: tone, surface wording, sign-offs (said after a no only)."""
 
     id: str
     tone: str
@@ -107,6 +107,7 @@ class Style:
     closers: tuple[str, ...]
     lowercase: bool = False
     verbosity: float = 1.0
+    sign_offs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,6 +421,7 @@ def _style(s: Mapping[str, Any], index: int) -> Style:
         closers=schema.texts(s, "closers", where, default=[""]),
         lowercase=schema.boolean(s, "lowercase", where, default=False),
         verbosity=schema.number(s, "verbosity", where, 0.0, 10.0, default=1.0),
+        sign_offs=schema.texts(s, "sign_offs", where, minimum=0, default=[]),
     )
 
 

@@ -39,6 +39,7 @@ def add_style(
     *,
     asked: bool,
     closer: bool = True,
+    turning_away: bool = False,
 ) -> str:
     """Adds a persona's opener and closer (each sometimes) and its casing to a reply.
 
@@ -50,6 +51,12 @@ def add_style(
         asked: The other side asked a question: only then may a closer thank it for asking.
         closer: Whether a closer may follow (not after a reply that gives ground, whose
             closers would hedge it: "$0.25 it is. We'll see.").
+        turning_away: The reply says no: only then may it end with one of the style's
+            sign-offs ("Thank you for your time."), which close a conversation.
+
+    A reply that ends with a question takes no closer: the question hands the turn over
+    ("Are those new people, though? I hope you understand.", blind play round 12, Merchant
+    seed 116).
     """
     if rng.random() < 0.45:
         opener = pick("opener", style.openers)
@@ -59,8 +66,15 @@ def add_style(
         if runs_on and not re.match(r"I\b", text):
             text = text[:1].lower() + text[1:]  # "Okay, so true, ..." not "Okay, so True, ..."
         text = opener + text
-    if rng.random() < 0.35 * style.verbosity and closer:
-        ending = pick("closer", style.closers)
+    if rng.random() < 0.35 * style.verbosity and closer and not text.rstrip().endswith("?"):
+        # A sign-off mid-conversation says goodbye to someone still talking ("I don't have
+        # spare cash right now. So you see why I'm careful. Thank you for your time." at the
+        # first exchange, blind play round 12, Merchant seed 119).
+        offs = style.sign_offs if turning_away else ()
+        if offs and rng.random() < len(offs) / (len(offs) + len(style.closers)):
+            ending = pick("sign_off", offs)
+        else:
+            ending = pick("closer", style.closers) if style.closers else ""
         if (
             (asked or not re.search(r"\bask", ending, re.I))
             and not _starts_alike(text, ending)

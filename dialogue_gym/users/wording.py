@@ -97,6 +97,7 @@ class TemplateWording:
         self._line_rows: dict[str, np.ndarray] = {}  # reaction line → its unit embedding
         self._turn_rows: np.ndarray | None = None  # the sentences of the turn being answered
         self._asked = False  # the turn being answered asked the user something
+        self._says_no = False  # the reply being styled turns the system down
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
 
@@ -128,6 +129,7 @@ class TemplateWording:
         rows = p.sentence_embeddings
         self._turn_rows = rows if rows is not None and len(rows) else p.embedding[None, :]
         self._asked = p.question  # "Thanks for asking." only thanks a question
+        self._says_no = False  # the reply turns the system down (a sign-off may end it)
 
         def say(key: str, concern: str | None = None) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
@@ -147,6 +149,7 @@ class TemplateWording:
                     voice = voice[:1].lower() + voice[1:]  # "Since you ask, after your cut ..."
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
 
+        reacted = None  # the concern this reply reacts to an answer to
         if "empty" in events:
             say("empty")
         elif "off_topic" in events:
@@ -169,6 +172,7 @@ class TemplateWording:
                     )
                     parts.append(self._fill(self._react(cid, f"{key}:{cid}", options)))
                     keys.append(key)
+                    reacted = cid
                     break
             if repetition and not parts:
                 say("repetition")
@@ -200,6 +204,13 @@ class TemplateWording:
                         # "That helps my margins a bit. That's why it's a no from me."
                         parts.append(self._voice(reason, reservation=True))
                         keys.append("partial")
+                        say("refuse")
+                    elif reason is not None and reason == reacted and _RESERVATION.search(parts[0]):
+                        # The reaction said what the answer left open; the no does not say the
+                        # same worry again in other words ("Sounds better, but I'm still wary
+                        # after the last promotion burned us. But not yet. I tried one of your
+                        # flash deals before. Never again."; blind play round 12, Merchant
+                        # seed 117).
                         say("refuse")
                     else:
                         say("refuse_concern", reason)
@@ -267,13 +278,22 @@ class TemplateWording:
                 second = second[:1].lower() + second[1:]
             if second.startswith("But"):
                 parts[1] = second
+            elif re.search(r"\bstill\b", second, re.I):
+                # "Okay, but I still make these decisions in my own time.": a linker would
+                # say "still" twice ("Still, okay, but I still ..."; round 12, Merchant 112).
+                parts[1] = second[:1].upper() + second[1:]
             elif re.search(r"\bbut\b", second, re.I):
                 # "Still, thanks, but it's not for us." (after a reaction that says "Still,"
                 # already, "Anyway,": never "Still, it adds up. Still, I appreciate ...").
                 linker = "Anyway" if re.search(r"\bstill\b", parts[0], re.I) else "Still"
                 parts[1] = f"{linker}, {second}"
             else:
-                parts[1] = f"But {second}"
+                # After a reaction that says what is still missing, a no that gives no other
+                # reason follows from it: "Maybe, but I'd still be stuck with the admin. So
+                # no.", not "... But no."
+                follows = keys[1] == "refuse" and _RESERVATION.search(parts[0])
+                parts[1] = f"{'So' if follows else 'But'} {second}"
+        self._says_no = any(key in _TURNS_AWAY for key in keys[:2])
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     @staticmethod
@@ -458,7 +478,13 @@ class TemplateWording:
         if key in _FILLERS:
             return text.lower() if self.style.lowercase else text
         return add_style(
-            text, self.style, self._pick, self._rng, asked=self._asked, closer=key not in _CONCEDING
+            text,
+            self.style,
+            self._pick,
+            self._rng,
+            asked=self._asked,
+            closer=key not in _CONCEDING,
+            turning_away=self._says_no or key in _TURNS_AWAY,
         )
 
     def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
@@ -484,6 +510,7 @@ class TemplateWording:
         if act not in USER_ACTS:
             raise ValueError(f"unknown user act {act!r}; choose from {USER_ACTS}")
         p = self.analyzer.perceive(system_text)
+        self._says_no = False  # a refusal's key says so itself (see _styled)
         top = self._top_concern()
         if act == "refuse":
             key = "refuse_concern" if top is not None else "refuse"

@@ -1,0 +1,126 @@
+"""A persona's style dresses a reply without making it incoherent (blind play round 12).
+
+The style layer (:mod:`dialogue_gym.users.style`) adds openers and closers; the wording
+(:mod:`dialogue_gym.users.wording`) links a reaction to a no. Blind players quoted the seams:
+a closer after a question, a goodbye at the first exchange, a no that said the same worry twice,
+"Still, okay, but I still ...".
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import dialogue_gym
+from dialogue_gym.cards import load_card
+from dialogue_gym.cards.card import Style, TaskCard
+from dialogue_gym.evaluation.agents import make_agent
+from dialogue_gym.users.style import add_style
+
+BLIND = Path(__file__).parents[1] / "benchmarks/data/blind_play"
+
+
+class _Always:
+    """An rng whose every draw says "yes, add it"."""
+
+    def random(self) -> float:
+        return 0.0
+
+
+def _first(key: str, options: tuple[str, ...]) -> str:
+    return options[0]
+
+
+FORMAL = Style(
+    id="formal",
+    tone="",
+    openers=("",),
+    closers=(" I hope you understand.",),
+    sign_offs=(" Thank you for your time.",),
+    verbosity=3.0,
+)
+
+
+def test_a_question_takes_no_closer() -> None:
+    """ "Are those new people, though? I hope you understand." (round 12, Merchant seed 116)."""
+    asked = add_style("Are those new people, though?", FORMAL, _first, _Always(), asked=False)  # type: ignore[arg-type]
+    assert asked == "Are those new people, though?"
+    said = add_style("Those numbers sound thin.", FORMAL, _first, _Always(), asked=False)  # type: ignore[arg-type]
+    assert said == "Those numbers sound thin. I hope you understand."
+
+
+def test_a_sign_off_ends_only_a_no() -> None:
+    """ "I don't have spare cash ... Thank you for your time." at the first exchange (round 12,
+    Merchant seed 119): a goodbye to someone still talking."""
+    only_offs = Style(id="f", tone="", openers=("",), closers=(), sign_offs=(" Bye.",))
+    mid = add_style("I don't have spare cash.", only_offs, _first, _Always(), asked=False)  # type: ignore[arg-type]
+    assert "Bye" not in mid
+    no = add_style("No, thanks.", only_offs, _first, _Always(), asked=False, turning_away=True)  # type: ignore[arg-type]
+    assert no == "No, thanks. Bye."
+
+
+@pytest.mark.parametrize("card_id", ["p4g", "merchant", "courier"])
+def test_the_cards_keep_their_goodbyes_in_sign_offs(card_id: str) -> None:
+    card: TaskCard = load_card(card_id)
+    goodbye = re.compile(r"for your time|appreciate (you calling|the call)|anyway, thank", re.I)
+    for style in card.styles:
+        assert not [c for c in style.closers if goodbye.search(c)], style.id
+    assert any(style.sign_offs for style in card.styles)
+
+
+def _sign_offs(card: TaskCard) -> set[str]:
+    return {off.strip() for style in card.styles for off in style.sign_offs}
+
+
+@pytest.mark.parametrize("env_id", ["Merchant-hard", "P4G-hard"])
+def test_no_reply_but_a_no_ends_with_a_sign_off(env_id: str) -> None:
+    """Over scripted and random episodes, a sign-off only ever closes a reply that says no
+    (the unit test above shows that a no may end with one)."""
+    env = dialogue_gym.make(env_id, encoder="hashing")
+    card = env.unwrapped.card
+    offs = _sign_offs(card)
+    for name in ("scripted", "random"):
+        agent = make_agent(name, card)
+        for seed in range(10):
+            obs, _ = env.reset(seed=seed)
+            agent.reset(seed=seed)
+            while env.agents:
+                obs, *_ = env.step({"system": agent.act(obs["system"])})
+                reply = env.unwrapped.history[-1][1]
+                if any(reply.endswith(off) for off in offs):
+                    assert env.unwrapped.user.decision == "refused", reply
+
+
+def _replay(round_dir: str, env_id: str, seed: int, turns: int) -> tuple[object, list[str]]:
+    lines = [
+        line
+        for line in (BLIND / round_dir / env_id / f"seed{seed}.txt").read_text().splitlines()
+        if line.strip()
+    ]
+    env = dialogue_gym.make(env_id, privileged=True)
+    env.reset(seed=seed)
+    replies = []
+    for turn in lines[:turns]:
+        env.step({"system": turn})
+        replies.append(env.unwrapped.history[-1][1])
+    return env, replies
+
+
+def test_a_no_after_a_reservation_does_not_say_the_worry_again() -> None:
+    """Round 12, Merchant seed 117, exchange 8: "Sounds better, but I'm still wary after the
+    last promotion burned us. But not yet. I tried one of your flash deals before. Never
+    again." — the same worry twice, in one reply."""
+    env, replies = _replay("v12", "Merchant-hard", 117, 6)
+    past = env.unwrapped.card.concern("past_promo")  # type: ignore[attr-defined]
+    lines = past.voice + past.ack_partial
+    said = [line for line in lines if line in replies[-1]]
+    assert len(said) <= 1, replies[-1]
+
+
+def test_a_no_that_says_still_is_not_linked_by_another_still() -> None:
+    """Round 12, Merchant seed 112, exchange 8: "Still, okay, but I still make these decisions
+    in my own time."."""
+    _, replies = _replay("v12", "Merchant-hard", 112, 8)
+    assert not re.search(r"\bstill\b[^.]*\bstill\b", replies[-1], re.I), replies[-1]

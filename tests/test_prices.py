@@ -237,3 +237,33 @@ def test_buyer_utility_is_undefined_when_target_equals_listing():
         buyer_utility(90, 100, 100)
     with pytest.raises(ValueError, match="finite"):
         buyer_utility(math.nan, 100, 70)
+
+
+# -- blind play round 13 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A bound is no price: the seller had closed at $240 on a $225 offer (CB seed 121).
+        (
+            "Would you meet me at $225 cash, or is there any number under $240 you'd be "
+            "comfortable with?",
+            225,
+        ),
+        ("Would $200 work, or is there any price a bit under $220 you'd like?", 200),
+        ("Could you do something below $230?", None),
+        # An amount under the asking price is a discount.
+        ("I can do $15 under your asking.", 225),
+        ("How about $20 below the listing price?", 220),
+        # A proposal after a clarified offer is the new offer (CB seed 123).
+        (
+            "Just to be clear, I wasn't offering the full $220; my offer was $200. If you "
+            "could meet me somewhere in between, say $210, I'd take it today.",
+            210,
+        ),
+        ("Sorry, I think we crossed wires: my offer was $225, not $240.", 225),
+    ],
+)
+def test_bounds_and_later_proposals_are_read_in_context(text, expected):
+    assert offer_in(text, 240, "item") == (None if expected is None else pytest.approx(expected))

@@ -260,3 +260,63 @@ def test_a_flaw_is_disclosed_once_then_referred_back_to(card, make_seller):
         ]
         assert not any(line in text for text in later for line in voice), later
         assert all(text in again for text in later), later
+
+
+def test_the_flaw_asked_about_after_its_disclosure_is_named_again(card, make_seller):
+    """Round 13, seeds 122 and 129: asked what the disclosed flaw meant, the seller said "I'd
+    have to check that exactly, but everything works like it should." — a dodge that denies
+    the flaw it had just disclosed."""
+    again = _filled(card.extra["seller"]["replies"]["disclosed_again"], PHONE)
+    seller = make_seller(listing=PHONE, concerns=(("condition", 0.9),))
+    seller.respond(ASK_CONDITION)
+    turn = seller.respond("What is the issue with it exactly? Would you take $330?")
+    assert any(line in turn.text.lower() for line in again), turn.text
+
+
+def test_an_item_has_only_flaws_that_fit_it(card):
+    """Round 13: a TV whose "battery doesn't last", headphones with "a fan"."""
+    from dialogue_gym.plugins.cb.seller_listings import listing_bank
+
+    unfit = {
+        "55-inch Samsung 4K TV": ("battery", "fan", "case"),
+        "Sony noise-cancelling headphones": ("fan", "remote", "screen"),
+        "glass-top coffee table": ("cushion", "drawer"),
+    }
+    seen = set()
+    for listing in listing_bank(card):
+        for word in unfit.get(listing.title, ()):
+            assert word not in listing.flaw, (listing.title, listing.flaw)
+            seen.add(listing.title)
+    assert seen == set(unfit)
+
+
+def test_a_seller_that_holds_its_price_promises_no_move(card, encoder):
+    """Round 13, seed 122: "Alright, if that's the going rate, I can adjust. The best I can do
+    right now is $290." for the $290 of the turn before."""
+    from dialogue_gym.plugins.cb.seller_wording import _PROMISES_MOVE
+    from dialogue_gym.text.prices import extract_prices
+
+    env = dialogue_gym.make("CB-hard", encoder="hashing")
+    promised = 0
+    for seed in range(30):
+        env.reset(seed=seed)
+        before = env.unwrapped.user.negotiation.stated_ask
+        for turn in (
+            "Hi, is it still available?",
+            "Similar ones are listed for less around here. Would you take {p}?",
+            "I can pay cash and pick it up today. How about {q}?",
+            "Other listings are cheaper, honestly. {q} is what I can do.",
+        ):
+            price = env.unwrapped.user.negotiation.listing.price
+            text = turn.format(p=f"${price * 0.75:.0f}", q=f"${price * 0.8:.0f}")
+            env.step({"system": text})
+            reply = env.unwrapped.history[-1][1]
+            state = env.unwrapped.user.negotiation
+            if _PROMISES_MOVE.search(reply) and state.deal_price is None:
+                promised += 1
+                quoted = [m.value for m in extract_prices(reply, price)]
+                assert quoted and min(quoted) < before - 1e-6, (seed, reply, before)
+            before = state.stated_ask
+            if not env.agents:
+                break
+    assert promised > 0

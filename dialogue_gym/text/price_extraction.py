@@ -167,7 +167,11 @@ _STRONG_PRICE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _RANGE_GAP = re.compile(r"\s*,?\s*(?:-|–|to|or)\s*", re.IGNORECASE)
-_DISCOUNT_AFTER = re.compile(r"^\s*(?:off|discount|less|lower|cheaper|knocked off)\b", re.I)
+_DISCOUNT_AFTER = re.compile(
+    r"^\s*(?:off|discount|less|lower|cheaper|knocked off|"
+    r"(?:under|below) (?:the |your )?(?:asking|listing|list|listed|price|ask))\b",
+    re.I,
+)
 _LETTER_DIGIT = re.compile(r"[A-Za-z]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*$")
 

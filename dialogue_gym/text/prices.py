@@ -77,7 +77,10 @@ _PROPOSED_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _CITED_NEAR = re.compile(
-    r"\b(?:instead of|rather than|down from|up from|from|not|i said|i offered|you offered)"
+    r"\b(?:instead of|rather than|down from|up from|from|not|i said|i offered|you offered|"
+    # A bound, not a price: "is there any number under $240 you'd be comfortable with?" (the
+    # seller had closed at $240 on a $225 offer; blind play round 13, CB seeds 121, 123).
+    r"under|below|beneath|less than|lower than|short of)"
     r"\s*(?:\w+\s+)?$",
     re.IGNORECASE,
 )
@@ -242,7 +245,7 @@ def read_offer(
     budget, totals (``$22,000+``) and retracted prices are skipped; of the remaining ones the
     last wins (later words override earlier ones), except that an amount named as the
     corrected offer (``I meant $1,225``, ``to be clear, my offer is 1225``) wins over the
-    others. A price taken back (``I'll pay $450 – scratch that``) is no offer. Discounts
+    ones before it. A price taken back (``I'll pay $450 – scratch that``) is no offer. Discounts
     (``$50 off``) and relative offers (``15% off``, ``half the asking price``) are resolved
     against ``reference``. When two proposals remain and a reference is given, a proposal
     below 15% of the reference is taken to be for something else if a plausible one exists. A
@@ -312,7 +315,12 @@ def read_offer(
     if reference and len(offers) > 1:
         plausible = [o for o in offers if o[0] >= 0.15 * reference]
         offers = plausible or offers
-    picked = [o for o in offers if o[1]] or offers
+    # A clarified amount wins over the proposals before it; a proposal after it is the new
+    # offer ("my offer was $200. If you could meet me in between, say $210, I'd take it":
+    # $210; blind play round 13, CB seed 123).
+    clarified = [o for o in offers if o[1]]
+    after = [o for o in offers if clarified and o[2] > clarified[-1][2]]
+    picked = after or clarified or offers
     found = _relative_offer(text, reference) if not picked else None
     reading = OfferReading(
         offer=found,

@@ -102,6 +102,8 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
             low, high = float(item.get("low", 0)), float(item.get("high", 0))
             if not (isinstance(item.get("title"), str) and 0 < low <= high):
                 raise CardError(f"{where}.items: each item needs a title and 0 < low <= high")
+            if "flaws" in item:  # the item's own flaws: a TV has no fan, headphones no remote
+                card_texts(item, "flaws", f"{where}.items.{item['title']}")
         parsed.append(
             (
                 str(category.get("id")),
@@ -119,6 +121,7 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
     for index in range(count):
         category_id, items, highlights, flaws, unit = parsed[int(rng.integers(len(parsed)))]
         item = items[int(rng.integers(len(items)))]
+        own = tuple(item["flaws"]) if "flaws" in item else flaws
         raw = float(rng.uniform(float(item["low"]), float(item["high"])))
         step = price_step(raw)
         price = max(step, round(raw / step) * step)
@@ -131,7 +134,7 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
                 buyer_target=float(round(price * fraction)),
                 bottom_quantile=round(float(rng.uniform(0.0, 1.0)), 3),
                 highlight=highlights[int(rng.integers(len(highlights)))],
-                flaw=flaws[int(rng.integers(len(flaws)))],
+                flaw=own[int(rng.integers(len(own)))],
                 unit=unit,
             )
         )

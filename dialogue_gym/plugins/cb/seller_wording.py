@@ -29,12 +29,18 @@ __all__ = ["SellerReplyWriter", "SellerWording"]
 
 _CONCEDES = re.compile(
     r"\b(come down to|go (down )?to|let['’]s say|meet me at|how about|could you do|"
-    r"(getting|really) close)\b",
+    r"(getting|really) close|not far apart)\b",
     re.IGNORECASE,
 )
 """Counter wordings that present the price as a move down (used only when the price moved):
 "Let's say $65" or "We're getting close. Meet me at $1,475?" for the price already stated
-frames holding firm as a concession (blind play, round 6)."""
+frames holding firm as a concession (blind play, round 6; "We're not far apart. $360?" for
+the $360 of the last two turns, round 13)."""
+_PROMISES_MOVE = re.compile(
+    r"\b(adjust|work with|reflect that|into account|worth (a little|something))\b", re.I
+)
+"""Acknowledgements that promise a lower price: said only when the price moved ("I can adjust.
+The best I can do right now is $290." for the $290 of the turn before; round 13, seed 122)."""
 _ASKS_MONEY = re.compile(r"\b(spend|budget)\b", re.I)
 """A voice line asking what the buyer means to spend."""
 _SURPRISED = re.compile(r"\b(didn'?t|did not) (realize|know)\b", re.I)
@@ -244,7 +250,12 @@ class SellerWording:
         concern = self.card.concern(cid)
         done = state.arguments[cid].status == RESOLVED
         options = concern.ack_resolved if done else concern.ack_partial
-        key = f"ack:{cid}:{done}"
+        held = ""
+        if not step.moved:
+            options, held = tuple(o for o in options if not _PROMISES_MOVE.search(o)), ":held"
+            if not options:  # every line promises a move: an acknowledgement that does not
+                done, options, held = False, concern.ack_partial, ""
+        key = f"ack:{cid}:{done}{held}"
         if state.arguments[cid].voiced:
             # No surprise at a point the seller raised itself ("I didn't realize others
             # were listed that low" after "Prices on these have come down lately").
@@ -255,10 +266,13 @@ class SellerWording:
     def _item_answer(self, step: TurnEffect, state: NegotiationState) -> str:
         """The answer to a question about the item asked beside an offer.
 
-        A question on its condition brings up the flaw (once); any other gets what the seller
-        can say without facts beyond its listing (``inquiry_aside``).
+        A question on its condition brings up the flaw (disclosed once, then referred back to);
+        any other gets what the seller can say without facts beyond its listing
+        (``inquiry_aside``).
         """
-        if step.condition_question and not state.arguments["condition"].voiced:
+        if step.condition_question:
+            # Disclosed already, the flaw is named again, not "I'd have to check that exactly,
+            # but everything works like it should." (blind play round 13, CB seeds 122, 129).
             return self._fill(self.voice("condition", state), step, state)
         options = self._options("inquiry_aside", state)
         return self._fill(self._pick("inquiry_aside", options), step, state) if options else ""

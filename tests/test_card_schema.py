@@ -182,6 +182,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "listings.categories[].items[].title": ("cb", [*BAD_STR, ""]),
     "listings.categories[].items[].low": ("cb", [*bad_floats(0, 1e9), 0, 10**12]),
     "listings.categories[].items[].high": ("cb", [*bad_floats(0, 1e9), 0, 1]),
+    "listings.categories[].items[].flaws": ("cb", BAD_TEXTS_NONEMPTY),
     "seller": ("cb", BAD_TABLE),
     "seller.presets": ("cb", BAD_TABLE),
     "seller.presets.*": ("cb", BAD_TABLE),

@@ -436,3 +436,5 @@ def check_extra_sections(data: Mapping[str, Any]) -> None:
                 high = number(item, "high", path, 0, 1e9, low_open=True)
                 if low > high:
                     raise CardError(f"{path}.high: must not be below low ({low:g}), got {high:g}")
+                if "flaws" in item:  # the item's own flaws, instead of its category's
+                    texts(item, "flaws", path)

@@ -102,8 +102,6 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
             low, high = float(item.get("low", 0)), float(item.get("high", 0))
             if not (isinstance(item.get("title"), str) and 0 < low <= high):
                 raise CardError(f"{where}.items: each item needs a title and 0 < low <= high")
-            if "flaws" in item:  # the item's own flaws: a TV has no fan, headphones no remote
-                card_texts(item, "flaws", f"{where}.items.{item['title']}")
         parsed.append(
             (
                 str(category.get("id")),
@@ -121,6 +119,7 @@ def listing_bank(card: TaskCard) -> tuple[Listing, ...]:
     for index in range(count):
         category_id, items, highlights, flaws, unit = parsed[int(rng.integers(len(parsed)))]
         item = items[int(rng.integers(len(items)))]
+        # An item's own flaws (checked by the card schema): a TV has no fan, headphones no remote.
         own = tuple(item["flaws"]) if "flaws" in item else flaws
         raw = float(rng.uniform(float(item["low"]), float(item["high"])))
         step = price_step(raw)

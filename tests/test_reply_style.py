@@ -124,3 +124,13 @@ def test_a_no_that_says_still_is_not_linked_by_another_still() -> None:
     in my own time."."""
     _, replies = _replay("v12", "Merchant-hard", 112, 8)
     assert not re.search(r"\bstill\b[^.]*\bstill\b", replies[-1], re.I), replies[-1]
+
+
+def test_a_reply_is_not_said_again_with_another_closer() -> None:
+    """Round 13, ED seed 125, exchange 7: "What stuck with me most was how I felt right
+    afterwards. I keep going back to it. Seriously." — exchange 2's reply, with a closer."""
+    _, replies = _replay("v13", "ED-hard", 125, 8)
+    for i, earlier in enumerate(replies):
+        if len(earlier.split()) >= 6:
+            for later in replies[i + 1 :]:
+                assert earlier.lower() not in later.lower(), (earlier, later)

@@ -93,6 +93,7 @@ class TemplateWording:
         self.analyzer = analyzer
         self.used: set[str] = set()
         self.replied: list[str] = []  # this episode's replies so far (none is said twice)
+        self._cores: list[str] = []  # the same replies without the persona's style
         self.told = False
         self._line_rows: dict[str, np.ndarray] = {}  # reaction line → its unit embedding
         self._turn_rows: np.ndarray | None = None  # the sentences of the turn being answered
@@ -111,6 +112,7 @@ class TemplateWording:
         self.tracker = tracker
         self.used = set()
         self.replied = []
+        self._cores = []
         self.told = False  # the user has told its story (the ``{situation}`` fact)
 
     def reply(
@@ -437,24 +439,35 @@ class TemplateWording:
         """The styled reply, never word for word one this user already said this episode.
 
         A repeat is re-worded from the other templates of its kind (``key``) first, then
-        from the neutral kinds; only when every option was said already does it stand.
+        from the neutral kinds; only when every option was said already does it stand. The
+        same words with another opener or closer are a repeat too ("What stuck with me most
+        was how I felt right afterwards. I keep going back to it. Seriously." five exchanges
+        after the same line without "Seriously."; blind play round 13, ED seed 125).
         """
         text = self._keep_stance(core, key)
-        said = {r.lower() for r in self.replied}
-        if text.lower() in said:
+        said = {r.lower() for r in self.replied} | {c.lower() for c in self._cores}
+        if text.lower() in said or core.lower() in said:
             kinds = [key] if key in self.card.replies else []
             kinds += [k for k in ("inquiry_open", "neutral") if k != key]
             for kind in kinds:
                 options = self.card.replies[kind]
                 for index in self._rng.permutation(len(options)):
-                    candidate = self._keep_stance(self._fill(options[int(index)]), kind)
-                    if candidate.lower() not in said and "{" not in candidate:
-                        text = candidate
+                    if self.told and "{situation}" in options[int(index)]:
+                        continue  # the story is told once (see _pick)
+                    plain = self._fill(options[int(index)])
+                    candidate = self._keep_stance(plain, kind)
+                    if (
+                        candidate.lower() not in said
+                        and plain.lower() not in said
+                        and "{" not in candidate
+                    ):
+                        text, core = candidate, plain
                         break
                 else:
                     continue
                 break
         self.replied.append(text)
+        self._cores.append(core)
         return text
 
     def _keep_stance(self, core: str, key: str = "neutral") -> str:

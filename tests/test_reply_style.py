@@ -134,3 +134,33 @@ def test_a_reply_is_not_said_again_with_another_closer() -> None:
         if len(earlier.split()) >= 6:
             for later in replies[i + 1 :]:
                 assert earlier.lower() not in later.lower(), (earlier, later)
+
+
+@pytest.mark.parametrize("env_id", ["P4G-hard", "Merchant-hard", "Courier-hard"])
+def test_one_polite_ask_is_not_called_pushing(env_id: str) -> None:
+    """Round 13 (P4G seeds 120, 121, 126; Merchant 121; Courier 122): a single ask with an
+    opt-out got "I get uncomfortable when people lean on me about donations." The user whose
+    dislike of pressure still holds it back says it needs to decide alone, accusing no one."""
+    from dialogue_gym.users.wording import _ACCUSES
+
+    env = dialogue_gym.make(env_id, encoder="hashing", privileged=True)
+    pressure = env.unwrapped.card.concern("pressure")
+    ask = "No pressure at all, and no is a fine answer: would you like to give it a try?"
+    said = 0
+    for seed in range(60):
+        env.reset(seed=seed)
+        states = env.unwrapped.user.privileged()["concerns"]
+        if "pressure" not in states:
+            continue
+        env.step({"system": ask})
+        reply = env.unwrapped.history[-1][1]
+        events = (
+            env.unwrapped.user.last_turn.events if hasattr(env.unwrapped.user, "last_turn") else []
+        )
+        if "pressure" in events:
+            continue  # read as pushing after all: the accusing lines stay fair
+        lines = [line for line in pressure.voice if line in reply]
+        if lines:
+            said += 1
+            assert not _ACCUSES.search(lines[0]), (seed, reply)
+    assert said > 0

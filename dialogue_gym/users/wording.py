@@ -50,6 +50,18 @@ def _stated_stance(text: str, card: TaskCard) -> str:
     return classify_stance(text, card)
 
 
+_ACCUSES = re.compile(
+    r"\b(push\w*|pitch|lean on|hard sells?|rush\w*|cornered|guilt|nags?|urgent|sales calls?)\b",
+    re.I,
+)
+"""Words of the pressure worry that accuse the asker: after one polite ask the user gives its
+need to decide alone instead ("I like space to think things over."), not "I get uncomfortable
+when people lean on me about donations." (blind play round 13: P4G seeds 120, 121, 126,
+Merchant 121, Courier 122)."""
+_OPENING_ONLY = re.compile(r"\b(from the start|before we get into it)\b", re.I)
+"""Lead-ins that fit only a first reply ("Before we get into it:" at the third exchange;
+blind play round 13, P4G seeds 121, 126)."""
+
 PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
 
@@ -99,6 +111,7 @@ class TemplateWording:
         self._turn_rows: np.ndarray | None = None  # the sentences of the turn being answered
         self._asked = False  # the turn being answered asked the user something
         self._says_no = False  # the reply being styled turns the system down
+        self._asked_politely = False  # the turn being answered asked without pushing
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
 
@@ -132,12 +145,14 @@ class TemplateWording:
         self._turn_rows = rows if rows is not None and len(rows) else p.embedding[None, :]
         self._asked = p.question  # "Thanks for asking." only thanks a question
         self._says_no = False  # the reply turns the system down (a sign-off may end it)
+        self._asked_politely = p.ask and "pressure" not in events
 
         def say(key: str, concern: str | None = None) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
                 key = "neutral"
             keys.append(key)
-            template = self._pick(key, replies[key])
+            fits = (lambda t: not _OPENING_ONLY.search(t)) if exchange > 1 else None
+            template = self._pick(key, replies[key], fits)
             concern = concern or self._top_concern()
             voice = ""
             if "{concern_voice}" in template and concern:
@@ -342,11 +357,17 @@ class TemplateWording:
         if answered and reservation:
             unsaid_lines = (reactions[i] for i in unsaid(self.used, f"partial:{cid}", reactions))
             if not any(_RESERVATION.search(line) for line in unsaid_lines):
-                return self._pick(f"voice:{cid}", concern.voice)
+                return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
         if answered:
             keep = _RESERVATION.search if reservation else None
             return self._react(cid, f"partial:{cid}", reactions, keep)
-        return self._pick(f"voice:{cid}", concern.voice)
+        return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
+
+    def _fair_to_asker(self, cid: str) -> Callable[[str], object] | None:
+        """After a polite ask, prefer lines of the pressure worry that accuse nobody."""
+        if cid == "pressure" and self._asked_politely:
+            return lambda line: not _ACCUSES.search(line)
+        return None
 
     def _react(
         self,
@@ -524,6 +545,7 @@ class TemplateWording:
             raise ValueError(f"unknown user act {act!r}; choose from {USER_ACTS}")
         p = self.analyzer.perceive(system_text)
         self._says_no = False  # a refusal's key says so itself (see _styled)
+        self._asked_politely = False
         top = self._top_concern()
         if act == "refuse":
             key = "refuse_concern" if top is not None else "refuse"

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         sl_base = base.get("sl")
         print(
             f"{env_id:<18} {'scripted':<18} {base['sr']:5.2f} {base['at']:5.2f} "
-            f"{base['rcsr']:5.2f} {base['jsr']:5.2f} {'' if sl_base is None else f'{sl_base:6.2f}'}"
+            f"{base['rcsr']:5.2f} {base['jsr']:5.2f} {'' if sl_base is None else f'{sl_base:6.3f}'}"
         )
         for agent in args.agents:
             row, row_rc = _row(agent, env_id, args)
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{'':<18} {agent:<18} {row['sr']:5.2f} {row['at']:5.2f} {row['rcsr']:5.2f} "
                 f"{row['jsr']:5.2f} "
-                f"{'' if sl is None else f'{sl:6.2f}'}  {check}"
+                f"{'' if sl is None else f'{sl:6.3f}'}  {check}"
             )
         print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
     print(f"\n{misses} cell(s) missed" if misses else "\nevery cell holds")

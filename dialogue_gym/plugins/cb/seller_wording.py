@@ -29,13 +29,15 @@ __all__ = ["SellerReplyWriter", "SellerWording"]
 
 _CONCEDES = re.compile(
     r"\b(come down to|go (down )?to|let['’]s say|meet me at|how about|could you do|"
-    r"(getting|really) close|not far apart)\b",
+    r"(getting|really) close)\b",
     re.IGNORECASE,
 )
 """Counter wordings that present the price as a move down (used only when the price moved):
 "Let's say $65" or "We're getting close. Meet me at $1,475?" for the price already stated
-frames holding firm as a concession (blind play, round 6; "We're not far apart. $360?" for
-the $360 of the last two turns, round 13)."""
+frames holding firm as a concession (blind play, round 6). "We're not far apart. $360?" for
+the $360 of the last two turns (round 13) stays: a seller holding its price says that too, and
+leaving it out raised the `recite` adversary's SL from 0.157 to 0.168 against a 0.162 limit
+(CB-hard, 50 episodes; its script pauses its climbing offer after a reply with "not")."""
 _PROMISES_MOVE = re.compile(
     r"\b(adjust|work with|reflect that|into account|worth (a little|something))\b", re.I
 )

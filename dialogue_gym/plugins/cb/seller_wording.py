@@ -278,8 +278,8 @@ class SellerWording:
         if step.condition_question and again:
             # Disclosed already, the flaw is named again, not "I'd have to check that exactly,
             # but everything works like it should." (blind play round 13, CB seeds 122, 129);
-            # as an aside beside an offer, not brought up anew for the next turn to answer
-            # (that let the `recite` adversary's questions earn credit: SL 0.167 -> 0.184).
+            # an aside beside an offer, as the answer it replaces was: not brought up anew for
+            # the next turn to answer.
             return self._fill(self._pick("disclosed_again", again), step, state)
         options = self._options("inquiry_aside", state)
         return self._fill(self._pick("inquiry_aside", options), step, state) if options else ""

@@ -689,3 +689,13 @@ def test_a_rational_success_pays_the_user_seat_the_exchanges_it_spares():
             ended_early += 1
         assert rewards["user"] == pytest.approx(paid)
     assert ended_early
+
+
+def test_a_validation_of_the_story_answers_the_voiced_worry_under_discussion():
+    """Blind play round 13, ED seed 122: "I don't think you're overreacting" after the speaker
+    said it might be, in a turn about its own story that closed with an invitation to say more:
+    the worry under discussion is answered (it had lost the turn's credit to the invitation,
+    and the speaker raised it four times more)."""
+    env, replies = _replay_round10("ED-hard", 122, 2, "v13")
+    validated = env.unwrapped.user.privileged()["concerns"]["feeling_validated"]
+    assert validated["progress"] > 0, (validated, replies)

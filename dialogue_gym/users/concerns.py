@@ -32,6 +32,10 @@ UNRESOLVED, PARTIAL, RESOLVED = "unresolved", "partially_addressed", "resolved"
 MEANING_SCALE = 0.25
 """Probability units → cosine units: a reader 0.2 past its line counts like a cosine 0.05 past
 the unlock threshold (so the topic margin compares both paths in one unit)."""
+STORY_FOCUS_SLACK = 0.1
+"""How much nearer the unlock line a turn about this user's own story answers a situational
+worry under discussion (:func:`answers_focus`): in context, as a reason to a voiced worry
+needs less certainty on the meaning path."""
 
 
 @dataclasses.dataclass
@@ -109,8 +113,10 @@ def one_argument(p: Perception, heard: Sequence[str], concern_id: str, preset: U
 def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: TaskCard) -> bool:
     """Whether the turn reads as the answer to ``concern_id``, a concern under discussion.
 
-    It does when ``concern_id`` is the reader's likeliest concern for the turn, at least
-    ``preset.focus_threshold`` and likelier than a near miss: a reason in the user's own
+    A situational concern (one about the user's own story, read by closeness to it) does
+    when the turn is that close to the story, :data:`STORY_FOCUS_SLACK` under the unlock
+    line. Any other concern does when it is the reader's likeliest concern for the turn, at
+    least ``preset.focus_threshold`` and likelier than a near miss: a reason in the user's own
     context needs less certainty than one out of the blue, but it still has to be about that
     worry more than about any other (a loose reading here rewards scripts that never listen).
     The one exception is a concern the card says is answered with another's facts
@@ -120,7 +126,15 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
     doesn't feel real to me*, though out of context it reads as a point about impact).
     """
     concern = card.concern(concern_id)
-    if p.meaning is None or concern.situational is not None:
+    if concern.situational is not None:
+        # A worry about the user's own story ("Maybe I'm overreacting") is answered by a turn
+        # about that story a little under the line: "tripping in front of your whole class …
+        # sounds genuinely mortifying. I don't think you're overreacting" lost its credit to
+        # the closing invitation read for another worry, and "You were up in front of
+        # everyone … that kind of public moment tends to replay in your head" (0.51 against
+        # 0.55) went unheard (blind play round 13, ED seed 122).
+        return p.unlock.get(concern_id, 0.0) >= preset.unlock_threshold - STORY_FOCUS_SLACK
+    if p.meaning is None:
         return False
     readable = [c.id for c in card.concerns if c.situational is None]
     likeliest = p.meaning.likeliest(readable)

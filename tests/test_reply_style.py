@@ -9,17 +9,15 @@ a closer after a question, a goodbye at the first exchange, a no that said the s
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from blind_replay import replay_blind
 
 import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.cards.card import Style, TaskCard
 from dialogue_gym.evaluation.agents import make_agent
 from dialogue_gym.users.style import add_style
-
-BLIND = Path(__file__).parents[1] / "benchmarks/data/blind_play"
 
 
 class _Always:
@@ -93,26 +91,11 @@ def test_no_reply_but_a_no_ends_with_a_sign_off(env_id: str) -> None:
                     assert env.unwrapped.user.decision == "refused", reply
 
 
-def _replay(round_dir: str, env_id: str, seed: int, turns: int) -> tuple[object, list[str]]:
-    lines = [
-        line
-        for line in (BLIND / round_dir / env_id / f"seed{seed}.txt").read_text().splitlines()
-        if line.strip()
-    ]
-    env = dialogue_gym.make(env_id, privileged=True)
-    env.reset(seed=seed)
-    replies = []
-    for turn in lines[:turns]:
-        env.step({"system": turn})
-        replies.append(env.unwrapped.history[-1][1])
-    return env, replies
-
-
 def test_a_no_after_a_reservation_does_not_say_the_worry_again() -> None:
     """Round 12, Merchant seed 117, exchange 8: "Sounds better, but I'm still wary after the
     last promotion burned us. But not yet. I tried one of your flash deals before. Never
     again." — the same worry twice, in one reply."""
-    env, replies = _replay("v12", "Merchant-hard", 117, 6)
+    env, replies = replay_blind("Merchant-hard", 117, 6, "v12")
     past = env.unwrapped.card.concern("past_promo")  # type: ignore[attr-defined]
     lines = past.voice + past.ack_partial
     said = [line for line in lines if line in replies[-1]]
@@ -122,14 +105,14 @@ def test_a_no_after_a_reservation_does_not_say_the_worry_again() -> None:
 def test_a_no_that_says_still_is_not_linked_by_another_still() -> None:
     """Round 12, Merchant seed 112, exchange 8: "Still, okay, but I still make these decisions
     in my own time."."""
-    _, replies = _replay("v12", "Merchant-hard", 112, 8)
+    _, replies = replay_blind("Merchant-hard", 112, 8, "v12")
     assert not re.search(r"\bstill\b[^.]*\bstill\b", replies[-1], re.I), replies[-1]
 
 
 def test_a_reply_is_not_said_again_with_another_closer() -> None:
     """Round 13, ED seed 125, exchange 7: "What stuck with me most was how I felt right
     afterwards. I keep going back to it. Seriously." — exchange 2's reply, with a closer."""
-    _, replies = _replay("v13", "ED-hard", 125, 8)
+    _, replies = replay_blind("ED-hard", 125, 8, "v13")
     for i, earlier in enumerate(replies):
         if len(earlier.split()) >= 6:
             for later in replies[i + 1 :]:

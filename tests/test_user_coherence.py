@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blind_replay import replay_blind
 
 import dialogue_gym
 from dialogue_gym.cards.card import load_card
@@ -524,26 +525,12 @@ def test_a_setup_answer_that_the_crew_has_nothing_to_learn_is_one_answer():
     assert setup["status"] == "resolved", setup
 
 
-def _replay_round10(
-    env_id: str, seed: int, turns: int, round_dir: str = "v10"
-) -> tuple[Any, list[str]]:
-    folder = Path(__file__).parents[1] / "benchmarks/data/blind_play" / round_dir / env_id
-    lines = [line for line in (folder / f"seed{seed}.txt").read_text().splitlines() if line]
-    env = dialogue_gym.make(env_id, privileged=True)
-    env.reset(seed=seed)
-    replies = []
-    for turn in lines[:turns]:
-        env.step({"system": turn})
-        replies.append(env.history[-1][1])
-    return env, replies
-
-
 def test_asked_what_still_bothers_it_the_user_names_its_open_worry():
     """Blind play round 10, P4G seed 90: every worry raised, trust answered in part ("That
     sounds more solid than I expected. Not fully sold though."), the player asked "Is there
     anything specific still bothering you ...?" and got "Kind of, yeah. I've given here and
     there, nothing regular." The user now says what is still open."""
-    env, replies = _replay_round10("P4G-hard", 90, 6)
+    env, replies = replay_blind("P4G-hard", 90, 6)
     trust = env.unwrapped.card.concern("trust")
     assert any(line in replies[-1] for line in trust.ack_partial + trust.voice), replies[-1]
 
@@ -551,7 +538,7 @@ def test_asked_what_still_bothers_it_the_user_names_its_open_worry():
 def test_you_too_after_a_goodbye_is_a_goodbye():
     """Blind play round 10, P4G seed 91: "You too!" to "Thanks. Have a good one." got "Huh?
     You lost me there. No offense." (read as off topic)."""
-    env, replies = _replay_round10("P4G-hard", 91, 8)
+    env, replies = replay_blind("P4G-hard", 91, 8)
     off_topic = env.unwrapped.card.replies["offtopic"]
     assert not any(line in replies[-1] for line in off_topic), replies[-1]
 
@@ -612,7 +599,7 @@ def test_an_ask_after_answering_the_users_own_question_is_no_pressure():
     """Blind play round 11, P4G seed 102: "But no, thanks. Can I choose how much?" — the
     player answered, then asked once, and got "Wow, that's pretty pushy. No." The user asked
     the question: the conversation went on at its own bidding."""
-    env, replies = _replay_round10("P4G-hard", 102, 5, "v11")
+    env, replies = replay_blind("P4G-hard", 102, 5, "v11")
     pushback = [line.lower() for line in env.unwrapped.card.replies["pushback"]]
     assert not any(line in replies[-1].lower() for line in pushback), replies[-1]
 
@@ -622,7 +609,7 @@ def test_asked_for_anything_else_with_every_worry_settled_the_user_says_so(seed)
     """Blind play round 11, Merchant seeds 107 and 109: every worry settled, "Is there
     anything else you'd want to know before deciding ...?" got "Mostly regulars, honestly. A
     few new people here and there." — an answer to a question nobody asked."""
-    env, replies = _replay_round10("Merchant-hard", seed, 3, "v11")
+    env, replies = replay_blind("Merchant-hard", seed, 3, "v11")
     concerns = env.unwrapped.user.privileged()["concerns"]
     assert all(c["status"] == "resolved" for c in concerns.values()), concerns
     nothing_left = [line.lower() for line in env.unwrapped.card.replies["nothing_left"]]
@@ -633,7 +620,7 @@ def test_asked_anything_while_its_worry_is_unanswered_the_user_says_it_again():
     """Blind play round 12, Merchant seed 111: after "I tried one of your flash deals before.
     Never again. So it's a no for now.", the player asked what went wrong and got "Good
     question. I'd like steadier orders, I suppose." — a stock answer to another question."""
-    env, replies = _replay_round10("Merchant-hard", 111, 7, "v12")
+    env, replies = replay_blind("Merchant-hard", 111, 7, "v12")
     voice = [line.lower() for line in env.unwrapped.card.concern("past_promo").voice]
     assert any(line in replies[-1].lower() for line in voice), replies[-1]
 
@@ -696,6 +683,6 @@ def test_a_validation_of_the_story_answers_the_voiced_worry_under_discussion():
     said it might be, in a turn about its own story that closed with an invitation to say more:
     the worry under discussion is answered (it had lost the turn's credit to the invitation,
     and the speaker raised it four times more)."""
-    env, replies = _replay_round10("ED-hard", 122, 2, "v13")
+    env, replies = replay_blind("ED-hard", 122, 2, "v13")
     validated = env.unwrapped.user.privileged()["concerns"]["feeling_validated"]
     assert validated["progress"] > 0, (validated, replies)

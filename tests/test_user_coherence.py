@@ -12,7 +12,7 @@ from blind_replay import replay_blind
 import dialogue_gym
 from dialogue_gym.cards.card import load_card
 from dialogue_gym.evaluation.run import evaluate
-from dialogue_gym.users.wording import _RESERVATION
+from dialogue_gym.users.style import RESERVATION as _RESERVATION
 
 
 def _play(env: Any, turns: list[str], seed: int = 0) -> list[dict[str, Any]]:
@@ -686,3 +686,44 @@ def test_a_validation_of_the_story_answers_the_voiced_worry_under_discussion():
     env, replies = replay_blind("ED-hard", 122, 2, "v13")
     validated = env.unwrapped.user.privileged()["concerns"]["feeling_validated"]
     assert validated["progress"] > 0, (validated, replies)
+
+
+@pytest.mark.parametrize(("seed", "turns"), [(121, 2), (122, 3)])
+def test_a_worry_said_just_now_is_not_the_answer_to_the_next_question(seed, turns):
+    """Blind play round 13, ESConv seeds 121 and 122: the seeker answered "What's been going
+    on that made you want to reach out today?" and "there's nothing to qualify for here ...
+    What's been weighing on you the most lately?" with the cost again, right after saying it.
+    Asked about something else, the user answers the question."""
+    env, replies = replay_blind("ESConv-hard", seed, turns, "v13")
+    cost = env.unwrapped.card.concern("cost_of_help").voice
+    assert not any(line.lower() in replies[-1].lower() for line in cost), replies
+
+
+def test_a_question_about_the_worry_just_said_still_gets_it():
+    """The same rule keeps Merchant seed 111's answer: "what went wrong with the flash deal?"
+    asks about the worry the no just gave, so the user says it."""
+    env, replies = replay_blind("Merchant-hard", 111, 7, "v12")
+    voice = env.unwrapped.card.concern("past_promo").voice
+    assert any(line.lower() in replies[-1].lower() for line in voice), replies[-1]
+
+
+def test_a_question_that_settles_a_worry_draws_out_the_next():
+    """Blind play round 13, ED seed 127: every invitation to say more met agreement ("Yeah,
+    that's pretty much what happened.", "Mm. Yeah, I think so too.") and the speaker never
+    said it had more to tell. A question that settles one worry now gets the next one too."""
+    env, replies = replay_blind("ED-hard", 127, 3, "v13")
+    card = env.unwrapped.card
+    concerns = env.unwrapped.user.privileged()["concerns"]
+    assert concerns["feeling_heard"]["status"] == "resolved", concerns
+    others = [c for c in card.concerns if c.id != "feeling_heard"]
+    assert any(line in replies[-1] for c in others for line in c.voice), replies[-1]
+
+
+def test_no_reply_opens_two_parts_with_the_same_sentence():
+    """Blind play round 13, ED seed 127 (replayed): "Thanks for letting me get that out. Saying
+    how it felt helps more than I expected. Thanks for letting me get that out. I feel so much
+    better about the whole thing." — a reaction and an agreement drawn with the same opening."""
+    _, replies = replay_blind("ED-hard", 127, 6, "v13")
+    for reply in replies:
+        sentences = [s.strip().lower() for s in re.split(r"(?<=[.!?])\s+", reply) if s.strip()]
+        assert len(sentences) == len(set(sentences)), reply

@@ -111,3 +111,52 @@ def pick_unused(
     index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
     used.add(f"{key}:{index}")
     return options[index]
+
+
+TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
+"""Reply kinds that say no: after an acknowledgement they follow a "But"."""
+RESERVATION = re.compile(
+    r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
+)
+"""A reaction to a partial answer that says what is still missing ("It still feels small.")."""
+
+
+def opening(template: str) -> str:
+    """A template's first sentence, up to its first placeholder (``"Thanks for asking."``)."""
+    first = re.split(r"(?<=[.!?])\s", template.strip(), maxsplit=1)[0]
+    return first.split("{", 1)[0].strip() or first
+
+
+def link_refusal(parts: list[str], keys: list[str]) -> None:
+    """Links a no to the reaction before it, in place ("That's fair. But not this time.").
+
+    The user took the answer in and still says no; two sentences with no link read as a
+    reply stitched from two people.
+
+    Args:
+        parts: The reply's parts, in order (the second is rewritten).
+        keys: Their reply kinds (a ``partial``/``resolved`` reaction, then a no:
+            :data:`TURNS_AWAY`).
+    """
+    if len(parts) < 2 or keys[0] not in ("partial", "resolved") or keys[1] not in TURNS_AWAY:
+        return
+    second = parts[1]
+    if not re.match(r"(But|I\b|I'm)", second):
+        second = second[:1].lower() + second[1:]
+    if second.startswith("But"):
+        parts[1] = second
+    elif re.search(r"\bstill\b", second, re.I):
+        # "Okay, but I still make these decisions in my own time.": a linker would say
+        # "still" twice ("Still, okay, but I still ..."; round 12, Merchant 112).
+        parts[1] = second[:1].upper() + second[1:]
+    elif re.search(r"\bbut\b", second, re.I):
+        # "Still, thanks, but it's not for us." (after a reaction that says "Still," already,
+        # "Anyway,": never "Still, it adds up. Still, I appreciate ...").
+        linker = "Anyway" if re.search(r"\bstill\b", parts[0], re.I) else "Still"
+        parts[1] = f"{linker}, {second}"
+    else:
+        # After a reaction that says what is still missing, a no that gives no other reason
+        # follows from it: "Maybe, but I'd still be stuck with the admin. So no.", not
+        # "... But no."
+        follows = keys[1] == "refuse" and RESERVATION.search(parts[0])
+        parts[1] = f"{'So' if follows else 'But'} {second}"

@@ -25,7 +25,15 @@ from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.persona import Persona
-from dialogue_gym.users.style import add_style, pick_unused, unsaid
+from dialogue_gym.users.style import (
+    RESERVATION,
+    TURNS_AWAY,
+    add_style,
+    link_refusal,
+    opening,
+    pick_unused,
+    unsaid,
+)
 
 USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 """Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
@@ -33,16 +41,9 @@ _FIT = 0.05
 """Reactions whose closeness to the turn (a lift in cosine) is within this of the closest
 fit it equally well."""
 _FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
-_TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
-"""Reply kinds that say no: after an acknowledgement they follow a "But"."""
 _CONCEDING = frozenset({"agree", "positive", "resolved"})
 """Reply kinds that give ground: a persona's closer ("No offense.", "We'll see.", "If that's
 true.") hedges a doubt and would contradict them ("$0.25 it is. We'll see.")."""
-
-_RESERVATION = re.compile(
-    r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
-)
-"""A reaction to a partial answer that says what is still missing ("It still feels small.")."""
 
 
 def _stated_stance(text: str, card: TaskCard) -> str:
@@ -114,6 +115,8 @@ class TemplateWording:
         self._asked_politely = False  # the turn being answered asked without pushing
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
+        # Tasks whose users have a story to tell when asked what is going on (ESConv, ED).
+        self._tells_story = any("{situation}" in t for t in card.replies.get("inquiry_open", ()))
 
     def begin(
         self, persona: Persona, style: Style, rng: np.random.Generator, tracker: ConcernTracking
@@ -147,11 +150,20 @@ class TemplateWording:
         self._says_no = False  # the reply turns the system down (a sign-off may end it)
         self._asked_politely = p.ask and "pressure" not in events
 
-        def say(key: str, concern: str | None = None) -> None:
+        def say(key: str, concern: str | None = None, story: bool = False) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
                 key = "neutral"
             keys.append(key)
             fits = (lambda t: not _OPENING_ONLY.search(t)) if exchange > 1 else None
+            if story:
+                fits = lambda t: "{situation}" in t  # noqa: E731 - the same slot as above
+            if parts:
+                # Never a line that opens as a part already said does ("Thanks for letting me
+                # get that out. ... Thanks for letting me get that out. I feel so much better").
+                said, first = " ".join(parts).lower(), fits
+                fits = lambda t: (  # noqa: E731
+                    (first is None or first(t)) and opening(t).lower() not in said
+                )
             template = self._pick(key, replies[key], fits)
             concern = concern or self._top_concern()
             voice = ""
@@ -161,7 +173,7 @@ class TemplateWording:
                 # Inside a no, a worry answered in part is what the answer left open ("No.
                 # Maybe, but I'd still be the one stuck with the admin."), never a warm
                 # reaction that contradicts the no ("... Huh. That's something I could do.").
-                voice = self._voice(concern, reservation=key in _TURNS_AWAY)
+                voice = self._voice(concern, reservation=key in TURNS_AWAY)
                 if re.search(r",\s*\{concern_voice\}", template) and not re.match(r"I\b", voice):
                     voice = voice[:1].lower() + voice[1:]  # "Since you ask, after your cut ..."
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
@@ -193,6 +205,22 @@ class TemplateWording:
                     break
             if repetition and not parts:
                 say("repetition")
+            if (
+                reacted is not None
+                and keys == ["resolved"]
+                and p.question
+                and not p.ask
+                and stance != "agree"
+                and "farewell" not in events
+            ):
+                # A question that settled one worry is answered by what comes next: a worry
+                # not said yet ("Right. It feels good that someone took that in. I haven't even
+                # gotten to the part that really got me."), not by agreement alone (blind play
+                # round 13, ED seed 127: the speaker never said it had more to tell).
+                nxt = self._top_concern(unvoiced_only=True)
+                if nxt is not None and self.card.concern(nxt).voice:
+                    parts.append(self._voice(nxt))
+                    keys.append("voice")
             if p.ask:
                 if stance == "agree":
                     say("agree")
@@ -222,7 +250,7 @@ class TemplateWording:
                         parts.append(self._voice(reason, reservation=True))
                         keys.append("partial")
                         say("refuse")
-                    elif reason is not None and reason == reacted and _RESERVATION.search(parts[0]):
+                    elif reason is not None and reason == reacted and RESERVATION.search(parts[0]):
                         # The reaction said what the answer left open; the no does not say the
                         # same worry again in other words ("Sounds better, but I'm still wary
                         # after the last promotion burned us. But not yet. I tried one of your
@@ -247,7 +275,19 @@ class TemplateWording:
                 # which one still does, not "Kind of, yeah. I've given here and there." (blind
                 # play round 10, P4G seed 90).
                 probed = p.meaning is not None and "probe" in p.meaning.leading
-                if (
+                # A worry said in the reply before, asked about something else, is not said
+                # again: the user answers the question ("Aside from the cost, what's been
+                # hardest?" got the cost a third time; blind play round 13, ESConv seeds 121-123).
+                # A question about the worry itself still gets it ("what went wrong with the
+                # flash deal?", Merchant seed 111).
+                said_just_now = top in self.tracker.focus and not (
+                    p.meaning is not None and top in p.meaning.leading
+                )
+                if said_just_now and not self.told and self._tells_story:
+                    # Asked again what is going on, a user with a story still untold tells it
+                    # rather than say the worry a second time in a row.
+                    say("inquiry_open", story=True)
+                elif (
                     top is not None
                     and state is not None
                     and state.voiced
@@ -261,10 +301,12 @@ class TemplateWording:
                     parts.append(self._voice(top, reservation=True))
                     keys.append("partial")
                 elif unvoiced:
-                    say("inquiry_concern")
+                    # Just said, the top worry gives way to one not said yet.
+                    say("inquiry_concern", self._top_concern(True) if said_just_now else None)
                 elif (
                     top is not None
                     and state is not None
+                    and not said_just_now
                     and (probed or (state.voiced and state.progress < 1e-9))
                     and self.card.concern(top).voice
                 ):
@@ -287,30 +329,8 @@ class TemplateWording:
                 say("pushback")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
-        if len(parts) > 1 and keys[0] in ("partial", "resolved") and keys[1] in _TURNS_AWAY:
-            # "That's fair. But not this time.": the user took the answer in and still says
-            # no; two sentences with no link read as a reply stitched from two people.
-            second = parts[1]
-            if not re.match(r"(But|I\b|I'm)", second):
-                second = second[:1].lower() + second[1:]
-            if second.startswith("But"):
-                parts[1] = second
-            elif re.search(r"\bstill\b", second, re.I):
-                # "Okay, but I still make these decisions in my own time.": a linker would
-                # say "still" twice ("Still, okay, but I still ..."; round 12, Merchant 112).
-                parts[1] = second[:1].upper() + second[1:]
-            elif re.search(r"\bbut\b", second, re.I):
-                # "Still, thanks, but it's not for us." (after a reaction that says "Still,"
-                # already, "Anyway,": never "Still, it adds up. Still, I appreciate ...").
-                linker = "Anyway" if re.search(r"\bstill\b", parts[0], re.I) else "Still"
-                parts[1] = f"{linker}, {second}"
-            else:
-                # After a reaction that says what is still missing, a no that gives no other
-                # reason follows from it: "Maybe, but I'd still be stuck with the admin. So
-                # no.", not "... But no."
-                follows = keys[1] == "refuse" and _RESERVATION.search(parts[0])
-                parts[1] = f"{'So' if follows else 'But'} {second}"
-        self._says_no = any(key in _TURNS_AWAY for key in keys[:2])
+        link_refusal(parts, keys)
+        self._says_no = any(key in TURNS_AWAY for key in keys[:2])
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     @staticmethod
@@ -356,10 +376,10 @@ class TemplateWording:
         answered = self.tracker.voice(cid) and reactions
         if answered and reservation:
             unsaid_lines = (reactions[i] for i in unsaid(self.used, f"partial:{cid}", reactions))
-            if not any(_RESERVATION.search(line) for line in unsaid_lines):
+            if not any(RESERVATION.search(line) for line in unsaid_lines):
                 return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
         if answered:
-            keep = _RESERVATION.search if reservation else None
+            keep = RESERVATION.search if reservation else None
             return self._react(cid, f"partial:{cid}", reactions, keep)
         return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
 
@@ -518,7 +538,7 @@ class TemplateWording:
             self._rng,
             asked=self._asked,
             closer=key not in _CONCEDING,
-            turning_away=self._says_no or key in _TURNS_AWAY,
+            turning_away=self._says_no or key in TURNS_AWAY,
         )
 
     def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:
@@ -562,7 +582,7 @@ class TemplateWording:
             key = "inquiry_open" if p.question else "neutral"
         template = self._pick(key, self.card.replies[key])
         voice = (
-            self._voice(top, reservation=key in _TURNS_AWAY)
+            self._voice(top, reservation=key in TURNS_AWAY)
             if "{concern_voice}" in template and top is not None
             else ""
         )

@@ -320,3 +320,20 @@ def test_a_seller_that_holds_its_price_promises_no_move(card, encoder):
             if not env.agents:
                 break
     assert promised > 0
+
+
+def test_the_flaw_taken_up_in_one_sentence_of_several_is_argued():
+    """Round 13, seed 123: the seller disclosed a missing box; the buyer answered "The S21 is
+    a few generations old now and without the original box it's a bit less valuable to me
+    ... would you consider $155? I can pay cash and pick it up at your convenience." The
+    pickup sentence read more strongly as a reason, the box was heard as nothing and the
+    turn earned nothing. A sentence taking up the seller's own point argues it."""
+    folder = Path(__file__).parents[1] / "benchmarks/data/blind_play/v13/CB-hard"
+    turns = [line for line in (folder / "seed123.txt").read_text().splitlines() if line]
+    env = dialogue_gym.make("CB-hard", privileged=True)
+    env.reset(seed=123)
+    env.step({"system": turns[0]})
+    assert env.unwrapped.user.voiced_now == ["condition"]
+    env.step({"system": turns[1]})
+    progress = {cid: arg.progress for cid, arg in env.unwrapped.user.arguments.items()}
+    assert progress["condition"] == 1, progress

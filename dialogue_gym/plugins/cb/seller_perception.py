@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -228,10 +229,29 @@ class SellerPerception:
             # upfront. Given that, would you take $980?") argues it, whatever its words.
             if cid in focus and (
                 (cid == closest and p.addressing(cid) >= preset.focus_threshold)
+                or self._argued_in_a_sentence(p, cid, arguments)
                 or (p.back_reference and len(focus) == 1)
             ):
                 scores[cid] = max(scores[cid], preset.unlock_threshold)
         return scores
+
+    def _argued_in_a_sentence(self, p: Any, cid: str, arguments: Mapping[str, Any]) -> bool:
+        """A sentence of the turn reads likeliest as reason ``cid`` (at ``focus_threshold``).
+
+        The seller's own point taken up in one sentence of several is argued there, whatever
+        the others say: "Without the original box it's worth less to me ... I can pay cash and
+        pick it up" answers the missing box it just disclosed, though the pickup sentence reads
+        more strongly as another reason (blind play round 13, CB seed 123: the box was heard
+        as nothing).
+        """
+        if p.meaning is None:
+            return False
+        for row in p.meaning.per_sentence:
+            reasons = {c: row.get(c, 0.0) for c in arguments}
+            best = max(reasons, key=reasons.__getitem__) if reasons else None
+            if best == cid and reasons[cid] >= self.preset.focus_threshold:
+                return True
+        return False
 
     def touched(
         self, p: Any, state: NegotiationState, scores: dict[str, float] | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from blind_replay import replay_blind
 
@@ -147,3 +148,21 @@ def test_one_polite_ask_is_not_called_pushing(env_id: str) -> None:
             said += 1
             assert not _ACCUSES.search(lines[0]), (seed, reply)
     assert said > 0
+
+
+@pytest.mark.parametrize(
+    "greeting", ["Hi! Yes, it's still available.", "Hey, thanks for reaching out."]
+)
+def test_no_opener_reacts_before_a_greeting(greeting):
+    """Blind play round 13, CB seeds 123 and 125: "Ok. Hey, thanks for reaching out." and "I
+    see. Hi!" react to nothing said yet. A reply that opens with a greeting takes no opener."""
+    reacting = Style(id="r", tone="", openers=("I see. ", "Ok. "), closers=())
+    openers_seen = 0
+    for seed in range(40):
+        text = add_style(greeting, reacting, _first, np.random.default_rng(seed), asked=False)
+        assert text.startswith(greeting.split()[0]), text
+        styled = add_style(
+            "Sure, it's available.", reacting, _first, np.random.default_rng(seed), asked=False
+        )
+        openers_seen += styled.startswith(("I see.", "Ok."))
+    assert openers_seen > 0  # the same draws do put openers before other replies

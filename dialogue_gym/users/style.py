@@ -15,6 +15,9 @@ import numpy as np
 
 from dialogue_gym.cards.card import Style
 
+_GREETS = re.compile(r"\W*(hi|hey|hello|good (morning|afternoon|evening))\b", re.I)
+"""A reply that opens with a greeting: no opener comes before it."""
+
 
 def _starts_alike(first: str, second: str) -> bool:
     """Whether ``second`` opens with the first word of ``first`` (case aside)."""
@@ -60,8 +63,11 @@ def add_style(
     """
     if rng.random() < 0.45:
         opener = pick("opener", style.openers)
-        if _starts_alike(opener, text):
-            opener = ""  # "Oh! Oh, I didn't know ..." stutters
+        if _starts_alike(opener, text) or _GREETS.match(text):
+            # "Oh! Oh, I didn't know ..." stutters; "I see. Hi!" or "Ok. Hey, thanks for
+            # reaching out." reacts to nothing before the greeting (blind play round 13, CB
+            # seeds 123, 125).
+            opener = ""
         runs_on = bool(opener) and not opener.rstrip().endswith((".", "!", "?", ":"))
         if runs_on and not re.match(r"I\b", text):
             text = text[:1].lower() + text[1:]  # "Okay, so true, ..." not "Okay, so True, ..."

@@ -727,3 +727,12 @@ def test_no_reply_opens_two_parts_with_the_same_sentence():
     for reply in replies:
         sentences = [s.strip().lower() for s in re.split(r"(?<=[.!?])\s+", reply) if s.strip()]
         assert len(sentences) == len(set(sentences)), reply
+
+
+def test_a_seeker_who_asked_for_something_to_do_never_rejects_advice_as_such():
+    """Blind play round 13, ESConv seeds 125, 126 and 129: "I just want something I can
+    actually do about it", then "Advice isn't really what I need yet." A no gives its reason
+    in the worry's own words; the lines that reject advice as such are gone."""
+    card = dialogue_gym.make("ESConv-hard").unwrapped.card
+    for line in card.replies["refuse_concern"]:
+        assert not re.search(r"\badvice\b|jumping ahead", line, re.I), line

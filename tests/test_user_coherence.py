@@ -736,3 +736,24 @@ def test_a_seeker_who_asked_for_something_to_do_never_rejects_advice_as_such():
     card = dialogue_gym.make("ESConv-hard").unwrapped.card
     for line in card.replies["refuse_concern"]:
         assert not re.search(r"\badvice\b|jumping ahead", line, re.I), line
+
+
+def test_a_step_offered_again_is_pushing_not_brushing_off():
+    """Blind play round 14, ESConv seeds 133 and 135: a step offered again after a no got "I'm
+    telling you how I feel and you're brushing it off." and "That doesn't help. It makes me
+    feel like I'm overreacting." — words for a dismissal. A card's ``pushback_ask`` lines say
+    it was pushed."""
+    env, replies = replay_blind("ESConv-hard", 135, 7, "v14")
+    card = env.unwrapped.card
+    assert not any(line in replies[-1] for line in card.replies["pushback"]), replies[-1]
+    assert any(line in replies[-1] for line in card.replies["pushback_ask"]), replies[-1]
+
+
+def test_a_goodbye_that_leaves_the_door_open_is_not_asking_again():
+    """Blind play round 14, ESConv seed 135: "I'm glad you talked about it, and you can reach out
+    again, here or on a free support line, whenever it gets heavy." got "Wow. Okay. Sorry I
+    brought it up." — read as asking again after a no."""
+    env, replies = replay_blind("ESConv-hard", 135, 8, "v14")
+    card = env.unwrapped.card
+    pushed = card.replies["pushback"] + card.replies["pushback_ask"]
+    assert not any(line in replies[-1] for line in pushed), replies[-1]

@@ -120,11 +120,14 @@ nor a condition ("If you have any questions, I'm happy to answer; otherwise ..."
 _OPEN_DOOR = re.compile(
     r"\bif (you|that)(\s+(ever|still|do|should))?\s*(decide|change|['’]d like|would like|want|"
     r"wish|feel like|feel ready|['’]re open|are open|choose|['’]re up for|are up for|"
-    r"['’]re ever|are ever)",
+    r"['’]re ever|are ever)"
+    r"|\byou can (always )?(reach out|come back|get in touch|talk to (me|us|someone))\b"
+    r"[^.?!]*\b(whenever|any ?time|again)\b",
     re.I,
 )
 """An ask that leaves the door open ("if you decide you want a block, you can book it in the
-app", "if you change your mind, just name an amount"): after a no it is not asking again."""
+app", "if you change your mind, just name an amount", "you can reach out again, here or on a
+free support line, whenever it gets heavy"): after a no it is not asking again."""
 
 _PARTING = re.compile(
     r"\b(have a (good|great|nice|lovely|wonderful|safe) (\w+ )?(day|night|evening|weekend|week|"

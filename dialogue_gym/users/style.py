@@ -119,7 +119,7 @@ def pick_unused(
     return options[index]
 
 
-TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback"})
+TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback", "pushback_ask"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
 RESERVATION = re.compile(
     r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I

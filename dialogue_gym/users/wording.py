@@ -239,7 +239,12 @@ class TemplateWording:
                         parts.append(self._voice(held[0]))
                         keys.append("voice")
                 elif "pressure" in events and asks > 1:
-                    say("pushback")
+                    # Pushed to say yes, the user says so in the card's words for a pushed ask
+                    # when it has them (a seeker offered a step again: "I already said I can't
+                    # do that right now."), not in its words for being brushed off ("I'm
+                    # telling you how I feel and you're brushing it off."; round 14, ESConv
+                    # seeds 133, 135).
+                    say("pushback_ask" if "pushback_ask" in replies else "pushback")
                 elif self._top_concern() is not None:
                     reason = self._refusal_reason(events)
                     state = self.tracker.states.get(reason) if reason else None

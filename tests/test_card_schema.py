@@ -132,6 +132,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "concerns[].blocking_weight": ("p4g", bad_floats(0, 1)),
     "concerns[].situational": ("ed", bad_floats(-1, 1)),
     "concerns[].answered_with": ("p4g", [*BAD_TEXTS, ["no_such_concern"], ["affordability"]]),
+    "concerns[].met_by_ask": ("esconv", BAD_BOOL),
     "concerns[].voice": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock_cues": ("p4g", BAD_REGEXES),
@@ -259,7 +260,7 @@ def leaves(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         for key, value in data.items():
             found += leaves(value, (*path, key))
     elif isinstance(data, list) and data and isinstance(data[0], dict | int):
-        for index, value in enumerate(data[:1]):
+        for index, value in enumerate(data):  # every entry: optional fields may be in any
             found += leaves(value, (*path, index))
     return found
 

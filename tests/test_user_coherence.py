@@ -743,17 +743,44 @@ def test_a_step_offered_again_is_pushing_not_brushing_off():
     telling you how I feel and you're brushing it off." and "That doesn't help. It makes me
     feel like I'm overreacting." — words for a dismissal. A card's ``pushback_ask`` lines say
     it was pushed."""
-    env, replies = replay_blind("ESConv-hard", 135, 7, "v14")
+    env, replies = replay_blind("ESConv-hard", 133, 7, "v14")
     card = env.unwrapped.card
     assert not any(line in replies[-1] for line in card.replies["pushback"]), replies[-1]
     assert any(line in replies[-1] for line in card.replies["pushback_ask"]), replies[-1]
 
 
-def test_a_goodbye_that_leaves_the_door_open_is_not_asking_again():
+@pytest.mark.parametrize(
+    ("text", "door"),
+    [
+        (
+            "I'm glad you talked about it, and you can reach out again, here or on a free "
+            "support line, whenever it gets heavy.",
+            True,
+        ),
+        ("You can talk to me anytime.", True),
+        ("Would you be willing to try that tonight?", False),
+        ("You can reach out to a friend tonight.", False),
+    ],
+)
+def test_a_goodbye_that_leaves_the_door_open_is_not_asking_again(text, door):
     """Blind play round 14, ESConv seed 135: "I'm glad you talked about it, and you can reach out
     again, here or on a free support line, whenever it gets heavy." got "Wow. Okay. Sorry I
-    brought it up." — read as asking again after a no."""
-    env, replies = replay_blind("ESConv-hard", 135, 8, "v14")
+    brought it up." — read as asking again after a no. An invitation to come back is an open
+    door; a suggestion is not."""
+    env = dialogue_gym.make("ESConv-hard")
+    env.reset(seed=0)
+    assert env.unwrapped.user.analyzer.perceive(text).open_door is door
+
+
+def test_a_step_offered_to_a_seeker_who_wants_one_meets_that_wish():
+    """Blind play round 14, ESConv seed 135: the seeker wanted something to do; offered "just
+    opening the curtains tomorrow morning", it answered "I feel stuck because I don't know
+    what the next step is" (the step read as an answer to being overwhelmed, not to the wish
+    for one) and the episode failed. A request the card says meets a worry under discussion
+    (``met_by_ask``) answers it: the same transcript now ends in a yes."""
+    env, replies = replay_blind("ESConv-hard", 135, 7, "v14")
     card = env.unwrapped.card
-    pushed = card.replies["pushback"] + card.replies["pushback_ask"]
-    assert not any(line in replies[-1] for line in pushed), replies[-1]
+    assert card.concern("needs_concrete_step").met_by_ask
+    concerns = env.unwrapped.user.privileged()["concerns"]
+    assert concerns["needs_concrete_step"]["status"] == "resolved", concerns
+    assert any(line in replies[-1] for line in card.replies["agree"]), replies[-1]

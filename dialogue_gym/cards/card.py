@@ -76,6 +76,7 @@ class Concern:
             (EmpatheticDialogues: being *accurately* heard).
         answered_with: Concerns whose facts answer this one too while it is under discussion
             (:func:`~dialogue_gym.users.concerns.answers_focus`; docs/task-cards.md).
+        met_by_ask: The task's request itself answers it (ESConv: a coping step offered).
     """
 
     id: str
@@ -95,6 +96,7 @@ class Concern:
     desire_unresolved: str
     situational: float | None = None
     answered_with: tuple[str, ...] = ()
+    met_by_ask: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,9 +257,8 @@ STANCES = ("refused", "neutral", "positive", "agree")
 
 # Sections the parser reads; any other is kept in ``TaskCard.extra`` (e.g. a seller's prices).
 _SECTIONS = frozenset(
-    {"schema_version", "task", "target", "judge", "cues", "strategies", "concerns"}
-    | {"replies", "styles", "personas", "mind"}
-    | sections.SECTIONS
+    {"schema_version", "task", "target", "judge", "cues", "strategies", "concerns", "replies"}
+    | {"styles", "personas", "mind", *sections.SECTIONS}
 )
 
 # Older cards name three slots with dedicated keys; they map onto generic slots.
@@ -387,7 +388,6 @@ def _strategy(s: Mapping[str, Any], index: int) -> Strategy:
 def _concern(c: Mapping[str, Any], index: int) -> Concern:
     concern_id = schema.text(c, "id", f"concerns[{index}]", empty=False)
     where = f"concerns.{concern_id}"
-    situational = c.get("situational")
     return Concern(
         id=concern_id,
         facet=schema.choice(c, "facet", where, FACETS),
@@ -404,10 +404,11 @@ def _concern(c: Mapping[str, Any], index: int) -> Concern:
         belief_unresolved=schema.text(c, "belief_unresolved", where),
         belief_resolved=schema.text(c, "belief_resolved", where),
         desire_unresolved=schema.text(c, "desire_unresolved", where),
-        situational=None
-        if situational is None
-        else schema.number(c, "situational", where, -1.0, 1.0),
+        situational=schema.number(c, "situational", where, -1.0, 1.0)
+        if "situational" in c
+        else None,
         answered_with=schema.texts(c, "answered_with", where, minimum=0, default=[]),
+        met_by_ask=schema.boolean(c, "met_by_ask", where, default=False),
     )
 
 
@@ -445,10 +446,9 @@ def _parse(data: Mapping[str, Any], source: str) -> TaskCard:
         if unknown := set(ids) - allowed:
             raise CardError(f"{where}: unknown concerns {unknown}")
     replies_table = schema.table(data, "replies", "")
-    replies = {key: schema.texts(replies_table, key, "replies") for key in REQUIRED_REPLIES}
-    # Further reply kinds are kept for task-specific user models.
-    extra_replies = [str(key) for key in replies_table if key not in replies]
-    replies.update({key: schema.texts(replies_table, key, "replies") for key in extra_replies})
+    # The required kinds, then any further ones (kept for task-specific user models).
+    kinds = dict.fromkeys([*REQUIRED_REPLIES, *(str(key) for key in replies_table)])
+    replies = {key: schema.texts(replies_table, key, "replies") for key in kinds}
     styles = tuple(_style(s, i) for i, s in enumerate(schema.tables(data, "styles", "")))
     if not styles:
         raise CardError("styles: expected at least one [[styles]]")

@@ -499,7 +499,33 @@ class ConcernTracker:
                 c.progress = max(0.0, c.progress - 1.0)
                 costs.append((preset.anti_penalty, 0.1))
                 events.append(f"anti:{cid}")
+        if p.ask and not pressure and not repetition:
+            reasoned = self._credit_ask(events) or reasoned
         return reasoned, costs
+
+    def _credit_ask(self, events: list[str]) -> bool:
+        """Credits the worries the request itself meets (:attr:`Concern.met_by_ask`).
+
+        A coping step offered answers a seeker who wants something to do, whatever else the
+        turn reads as: read by meaning, "what if tomorrow had just one item — opening the
+        curtains in the morning?" answers being overwhelmed, and the seeker then said "I feel
+        stuck because I don't know what the next step is" (blind play round 14, ESConv seed
+        135). One unit, on top of the turn's reasons, for such a worry under discussion only
+        (the user just said it, or the last turn answered it in part): credited whenever the
+        request came, a fixed script searched offline reached 0.54 of ESConv-hard against
+        `scripted`'s 0.98 (limit 0.49; 0.38 without). Returns whether it credited any.
+        """
+        credited = False
+        for cid in self.focus:
+            state = self.states[cid]
+            if not self.card.concern(cid).met_by_ask or state.status == RESOLVED:
+                continue
+            if f"addressed:{cid}" not in events:
+                state.progress += 1.0
+                events.append(f"addressed:{cid}")
+                self.addressed_now.append(cid)
+                credited = True
+        return credited
 
     def set_back(self, concern_id: str) -> None:
         """Takes one unit of credit back from ``concern_id`` (if the user holds it)."""

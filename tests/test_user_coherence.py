@@ -744,9 +744,9 @@ def test_a_step_offered_again_is_pushing_not_brushing_off():
     feel like I'm overreacting." — words for a dismissal. A card's ``pushback_ask`` lines say
     it was pushed."""
     env, replies = replay_blind("ESConv-hard", 133, 7, "v14")
-    card = env.unwrapped.card
-    assert not any(line in replies[-1] for line in card.replies["pushback"]), replies[-1]
-    assert any(line in replies[-1] for line in card.replies["pushback_ask"]), replies[-1]
+    card, reply = env.unwrapped.card, replies[-1].lower()
+    assert not any(line.lower() in reply for line in card.replies["pushback"]), reply
+    assert any(line.lower() in reply for line in card.replies["pushback_ask"]), reply
 
 
 @pytest.mark.parametrize(
@@ -784,3 +784,24 @@ def test_a_step_offered_to_a_seeker_who_wants_one_meets_that_wish():
     concerns = env.unwrapped.user.privileged()["concerns"]
     assert concerns["needs_concrete_step"]["status"] == "resolved", concerns
     assert any(line in replies[-1] for line in card.replies["agree"]), replies[-1]
+
+
+@pytest.mark.parametrize(("seed", "turns"), [(132, 2), (135, 3), (137, 2)])
+def test_a_seeker_tells_a_fact_of_its_story_once(seed, turns):
+    """Blind play round 14, ESConv seeds 132, 135 and 137: "It's a breakup I really didn't see
+    coming, mostly." right after the opening said so, instead of an answer to the question.
+    Wordings that would tell a fact said already come last."""
+    env, replies = replay_blind("ESConv-hard", seed, turns, "v14")
+    facts = env.unwrapped.user.persona.facts
+    for slot in ("problem", "situation"):
+        told = [reply for reply in replies if facts[slot].lower() in reply.lower()]
+        assert len(told) <= 1, (slot, replies)
+
+
+def test_a_step_is_never_turned_down_for_want_of_a_step():
+    """Blind play round 14, ESConv seed 132: offered a step, the seeker said "I don't think that
+    would help right now. Talking helps, but I don't know what to actually do next." A no
+    never gives as its reason a worry the request itself meets (``met_by_ask``)."""
+    env, replies = replay_blind("ESConv-hard", 132, 7, "v14")
+    wish = env.unwrapped.card.concern("needs_concrete_step").voice
+    assert not any(line.lower() in replies[-1].lower() for line in wish), replies[-1]

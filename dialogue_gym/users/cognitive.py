@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.cards.card import TaskCard
+from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.mind.bdi import BDI
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import ASK_LINE, CLOSING_ASK_LINE, Perception, UtteranceAnalyzer
@@ -44,7 +45,6 @@ from dialogue_gym.users.wording import (
     USER_ACTS,
     ReplyWriter,
     TemplateWording,
-    _stated_stance,
 )
 
 __all__ = [
@@ -425,7 +425,7 @@ class CognitiveUser:
         self.tracker.hear_voiced(user_text, self.analyzer.encoder)
         withheld = tuple(c for c in would_voice if not self.tracker.states[c].voiced)
         self.asked_back = "?" in user_text
-        stated = _stated_stance(user_text, self.card)
+        stated = classify_stance(user_text, self.card)
         self.decision = stated
         if re.search(r"\w", user_text):
             self.disclosed = True

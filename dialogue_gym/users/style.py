@@ -119,6 +119,14 @@ def pick_unused(
     return options[index]
 
 
+FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
+"""Reply kinds said without the persona's opener and closer ("Go on." is not dressed up)."""
+CONCEDING = frozenset({"agree", "positive", "resolved"})
+"""Reply kinds that give ground: a persona's closer ("No offense.", "We'll see.", "If that's
+true.") hedges a doubt and would contradict them ("$0.25 it is. We'll see.")."""
+OPENING_ONLY = re.compile(r"\b(from the start|before we get into it)\b", re.I)
+"""Lead-ins that fit only a first reply ("Before we get into it:" at the third exchange;
+blind play round 13, P4G seeds 121, 126)."""
 TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback", "pushback_ask"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
 RESERVATION = re.compile(

@@ -26,6 +26,9 @@ from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.persona import Persona
 from dialogue_gym.users.style import (
+    CONCEDING,
+    FILLERS,
+    OPENING_ONLY,
     RESERVATION,
     TURNS_AWAY,
     add_style,
@@ -40,15 +43,6 @@ USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 _FIT = 0.05
 """Reactions whose closeness to the turn (a lift in cosine) is within this of the closest
 fit it equally well."""
-_FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetition"})
-_CONCEDING = frozenset({"agree", "positive", "resolved"})
-"""Reply kinds that give ground: a persona's closer ("No offense.", "We'll see.", "If that's
-true.") hedges a doubt and would contradict them ("$0.25 it is. We'll see.")."""
-
-
-def _stated_stance(text: str, card: TaskCard) -> str:
-    """The stance a reply states (the classifier the embedded judges use too)."""
-    return classify_stance(text, card)
 
 
 _ACCUSES = re.compile(
@@ -59,9 +53,6 @@ _ACCUSES = re.compile(
 need to decide alone instead ("I like space to think things over."), not "I get uncomfortable
 when people lean on me about donations." (blind play round 13: P4G seeds 120, 121, 126,
 Merchant 121, Courier 122)."""
-_OPENING_ONLY = re.compile(r"\b(from the start|before we get into it)\b", re.I)
-"""Lead-ins that fit only a first reply ("Before we get into it:" at the third exchange;
-blind play round 13, P4G seeds 121, 126)."""
 
 PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
@@ -113,6 +104,7 @@ class TemplateWording:
         self._asked = False  # the turn being answered asked the user something
         self._says_no = False  # the reply being styled turns the system down
         self._asked_politely = False  # the turn being answered asked without pushing
+        self._facts_said: set[str] = set()  # the persona's facts the replies told
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
         # Tasks whose users have a story to tell when asked what is going on (ESConv, ED).
@@ -130,6 +122,7 @@ class TemplateWording:
         self.replied = []
         self._cores = []
         self.told = False  # the user has told its story (the ``{situation}`` fact)
+        self._facts_said = set()
 
     def reply(
         self,
@@ -154,7 +147,7 @@ class TemplateWording:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
                 key = "neutral"
             keys.append(key)
-            fits = (lambda t: not _OPENING_ONLY.search(t)) if exchange > 1 else None
+            fits = (lambda t: not OPENING_ONLY.search(t)) if exchange > 1 else None
             if story:
                 fits = lambda t: "{situation}" in t  # noqa: E731 - the same slot as above
             if parts:
@@ -345,18 +338,24 @@ class TemplateWording:
 
     @staticmethod
     def _pitched(p: Perception) -> bool:
-        """A long opening that asks something: it is answered, not greeted back.
+        """A long opening that asks something (a pitch) is answered, not greeted back.
 
-        "Hi, thanks for a minute. This week there's a $60 bonus for one block in Northgate.
-        Would you be open to hearing more?" gets an answer to its question, not "Not bad,
-        thanks. What's this about?" (nobody asked how the user is, and it said what it is
-        about).
+        Not "Not bad, thanks. What's this about?" to a pitch that said what it is about.
         """
         return p.question and p.words > PITCH_WORDS
 
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
+        if self._tells_story and self._facts_said:
+            # A story's fact is told once: wordings that would tell one said already come
+            # last ("It's a breakup I really didn't see coming, mostly." after the opening
+            # said so; blind play round 14, ESConv seeds 132, 133, 135, 137).
+            first, said = prefer, self._facts_said
+            fresh = [options[i] for i in unsaid(self.used, key, options)]
+            new = [o for o in fresh if not said & set(re.findall(r"{(\w+)}", o))]
+            if any(first is None or first(o) for o in new):
+                prefer = lambda o: o in new and (first is None or first(o))  # noqa: E731
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -427,8 +426,8 @@ class TemplateWording:
         # among all lines by meaning made warm reactions a function of the words, and the
         # search-based open-loop attacker found turns that draw them (ESConv-hard, 0.36 with
         # random reactions, 0.50 by meaning alone; limit 0.48).
-        tone = _stated_stance(pool[int(self._rng.integers(len(pool)))], self.card)
-        pool = [o for o in pool if _stated_stance(o, self.card) == tone]
+        tone = classify_stance(pool[int(self._rng.integers(len(pool)))], self.card)
+        pool = [o for o in pool if classify_stance(o, self.card) == tone]
         answers = self.analyzer.prototypes("unlock", cid)
         rows = self._rows(tuple(pool))
         lift = (rows @ self._turn_rows.T).max(axis=1) - (rows @ answers.T).mean(axis=1)
@@ -461,7 +460,8 @@ class TemplateWording:
         pushed = "pressure" in events
         for cid, state in states.items():  # strongest first
             barely = state.status != RESOLVED and state.progress < 0.5
-            fair = cid != "pressure" or pushed
+            # Never a worry the request itself meets (round 14, ESConv seed 132: to a step).
+            fair = (cid != "pressure" or pushed) and not self.card.concern(cid).met_by_ask
             if barely and fair and self.card.concern(cid).voice:
                 return cid
         # Past half an answer, the same holds: a no to a polite ask names a worry the asker
@@ -481,6 +481,7 @@ class TemplateWording:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
         values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
         values.update(self.persona.facts)
+        self._facts_said.update(k for k in re.findall(r"{(\w+)}", template) if k in values)
         if "{situation}" in template:
             self.tracker.disclosed = True  # the user has told its story
             self.told = True
@@ -528,7 +529,7 @@ class TemplateWording:
         something the user did not decide; such a reply goes out unstyled.
         """
         styled = self._styled(core, key)
-        if _stated_stance(styled, self.card) != _stated_stance(core, self.card):
+        if classify_stance(styled, self.card) != classify_stance(core, self.card):
             return core.lower() if self.style.lowercase else core
         return styled
 
@@ -537,9 +538,9 @@ class TemplateWording:
 
         Fillers (``neutral``, ``inquiry_open``, a greeting, a goodbye) stay unadorned: an
         opener and a closer around "Go on." make a reply of fragments that do not fit. A reply
-        that gives ground takes no closer (:data:`_CONCEDING`).
+        that gives ground takes no closer (:data:`CONCEDING`).
         """
-        if key in _FILLERS:
+        if key in FILLERS:
             return text.lower() if self.style.lowercase else text
         return add_style(
             text,
@@ -547,7 +548,7 @@ class TemplateWording:
             self._pick,
             self._rng,
             asked=self._asked,
-            closer=key not in _CONCEDING,
+            closer=key not in CONCEDING,
             turning_away=self._says_no or key in TURNS_AWAY,
         )
 

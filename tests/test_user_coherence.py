@@ -805,3 +805,13 @@ def test_a_step_is_never_turned_down_for_want_of_a_step():
     env, replies = replay_blind("ESConv-hard", 132, 7, "v14")
     wish = env.unwrapped.card.concern("needs_concrete_step").voice
     assert not any(line.lower() in replies[-1].lower() for line in wish), replies[-1]
+
+
+def test_a_turn_that_only_says_goodbye_asks_for_nothing():
+    """Blind play round 14, Courier seed 138: after a considered no and goodbyes, "Talk later,
+    take care." got "Pushing me isn't going to change my answer." — read as an ask."""
+    env, replies = replay_blind("Courier-hard", 138, 5, "v14")
+    pushback = env.unwrapped.card.replies["pushback"]
+    assert not any(line in replies[-1] for line in pushback), replies[-1]
+    assert not env.unwrapped.user.analyzer.perceive("Talk later, take care.").ask
+    assert env.unwrapped.user.analyzer.perceive("Would you book one? Take care!").ask

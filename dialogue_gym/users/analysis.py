@@ -423,6 +423,10 @@ class UtteranceAnalyzer:
         ask = ask or (self._requests and read is not None and _reads_as_ask(read))
         if not ask and head is not None and self.meaning_reader is not None:
             ask = self.meaning_reader.polite_ask(by_text[head]) >= CLOSING_ASK_LINE
+        # A turn that only says goodbye asks for nothing, however its words read ("Talk later,
+        # take care." was read as an ask after a no, and called pushing; round 14, Courier 138).
+        if sentences and "?" not in view and all(_PARTING.search(t) for t in sentences):
+            ask = False
         question = "?" in view or bool(_QUESTION_WORDS.match(view))
         question = question or self._cue("question", cues)
         greeting = self._cue("greeting", cues)

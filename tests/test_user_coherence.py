@@ -798,15 +798,6 @@ def test_a_seeker_tells_a_fact_of_its_story_once(seed, turns):
         assert len(told) <= 1, (slot, replies)
 
 
-def test_a_step_is_never_turned_down_for_want_of_a_step():
-    """Blind play round 14, ESConv seed 132: offered a step, the seeker said "I don't think that
-    would help right now. Talking helps, but I don't know what to actually do next." A no
-    never gives as its reason a worry the request itself meets (``met_by_ask``)."""
-    env, replies = replay_blind("ESConv-hard", 132, 7, "v14")
-    wish = env.unwrapped.card.concern("needs_concrete_step").voice
-    assert not any(line.lower() in replies[-1].lower() for line in wish), replies[-1]
-
-
 def test_a_turn_that_only_says_goodbye_asks_for_nothing():
     """Blind play round 14, Courier seed 138: after a considered no and goodbyes, "Talk later,
     take care." got "Pushing me isn't going to change my answer." — read as an ask."""
@@ -815,3 +806,10 @@ def test_a_turn_that_only_says_goodbye_asks_for_nothing():
     assert not any(line in replies[-1] for line in pushback), replies[-1]
     assert not env.unwrapped.user.analyzer.perceive("Talk later, take care.").ask
     assert env.unwrapped.user.analyzer.perceive("Would you book one? Take care!").ask
+
+
+def test_a_seeker_who_wants_something_to_do_never_rejects_advice_as_such():
+    """Blind play round 13, ESConv seeds 125, 126 and 129: a seeker who asked for something to
+    do said "I'm not looking for advice right now." among its plain noes: gone."""
+    card = dialogue_gym.make("ESConv-hard").unwrapped.card
+    assert not any(re.search(r"\badvice\b", line, re.I) for line in card.replies["refuse"])

@@ -460,8 +460,7 @@ class TemplateWording:
         pushed = "pressure" in events
         for cid, state in states.items():  # strongest first
             barely = state.status != RESOLVED and state.progress < 0.5
-            # Never a worry the request itself meets (round 14, ESConv seed 132: to a step).
-            fair = (cid != "pressure" or pushed) and not self.card.concern(cid).met_by_ask
+            fair = cid != "pressure" or pushed
             if barely and fair and self.card.concern(cid).voice:
                 return cid
         # Past half an answer, the same holds: a no to a polite ask names a worry the asker

@@ -4,6 +4,9 @@ A reply template says what the user means; :func:`add_style` dresses it in the p
 style (:class:`~dialogue_gym.cards.card.Style`) without changing what it says, and
 :func:`pick_unused` draws a wording not said yet this episode. Both the cognitive user's
 :class:`~dialogue_gym.users.wording.TemplateWording` and the CraigslistBargain seller use them.
+The reply kinds that decide how a reply is dressed (:data:`FILLERS`, :data:`CONCEDING`,
+:data:`TURNS_AWAY`) live here too, with :func:`link_refusal`, which joins a no to the reaction
+before it.
 """
 
 from __future__ import annotations

@@ -813,3 +813,16 @@ def test_a_seeker_who_wants_something_to_do_never_rejects_advice_as_such():
     do said "I'm not looking for advice right now." among its plain noes: gone."""
     card = dialogue_gym.make("ESConv-hard").unwrapped.card
     assert not any(re.search(r"\badvice\b", line, re.I) for line in card.replies["refuse"])
+
+
+def test_a_question_about_the_story_is_answered_not_agreed_with():
+    """Blind play round 14, ED seeds 132, 135, 138 and 139: open and either/or questions about
+    the story got "That's exactly it." or "Yeah, that's pretty much what happened." — answers
+    to a reflection. Asked, the speaker reacts with a line that does not open by agreeing."""
+    from dialogue_gym.users.style import AGREES
+
+    env, replies = replay_blind("ED-hard", 139, 2, "v14")
+    heard = env.unwrapped.card.concern("feeling_heard")
+    agreeing = [line for line in heard.ack_partial + heard.ack_resolved if AGREES.match(line)]
+    assert agreeing and not any(line in replies[-1] for line in agreeing), replies[-1]
+    assert any(line in replies[-1] for line in heard.ack_partial + heard.ack_resolved), replies

@@ -132,6 +132,8 @@ OPENING_ONLY = re.compile(r"\b(from the start|before we get into it)\b", re.I)
 blind play round 13, P4G seeds 121, 126)."""
 TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback", "pushback_ask"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
+AGREES = re.compile(r"\W*(yeah|yes|right|exactly|mm-hm|that'?s (it|exactly))\b", re.I)
+"""A reaction that opens by agreeing with what the system said (no answer to a question)."""
 RESERVATION = re.compile(
     r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
 )

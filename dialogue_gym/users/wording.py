@@ -26,6 +26,7 @@ from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.persona import Persona
 from dialogue_gym.users.style import (
+    AGREES,
     CONCEDING,
     FILLERS,
     OPENING_ONLY,
@@ -187,12 +188,12 @@ class TemplateWording:
                         continue
                     concern = self.card.concern(cid)
                     done = self.tracker.states[cid].status == RESOLVED
-                    key, options = (
-                        ("resolved", concern.ack_resolved)
-                        if done
-                        else ("partial", concern.ack_partial)
-                    )
-                    parts.append(self._fill(self._react(cid, f"{key}:{cid}", options)))
+                    key = "resolved" if done else "partial"
+                    options = concern.ack_resolved if done else concern.ack_partial
+                    # A question about the story is not agreed with (round 14, ED 132, 135, 138).
+                    asked = concern.situational is not None and p.question and not p.ask
+                    keep = (lambda o: not AGREES.match(o)) if asked else None
+                    parts.append(self._fill(self._react(cid, f"{key}:{cid}", options, keep)))
                     keys.append(key)
                     reacted = cid
                     break

@@ -150,12 +150,12 @@ class TemplateWording:
             keys.append(key)
             fits = (lambda t: not OPENING_ONLY.search(t)) if exchange > 1 else None
             if story:
-                fits = lambda t: "{situation}" in t  # noqa: E731 - the same slot as above
+                fits = lambda t: "{situation}" in t  # noqa: E731 - a filter for _pick
             if parts:
                 # Never a line that opens as a part already said does ("Thanks for letting me
                 # get that out. ... Thanks for letting me get that out. I feel so much better").
                 said, first = " ".join(parts).lower(), fits
-                fits = lambda t: (  # noqa: E731
+                fits = lambda t: (  # noqa: E731 - a filter for _pick
                     (first is None or first(t)) and opening(t).lower() not in said
                 )
             template = self._pick(key, replies[key], fits)
@@ -288,7 +288,7 @@ class TemplateWording:
                     and top in self.tracker.focus
                     and not (p.meaning is not None and top in p.meaning.leading)
                 )
-                if said_just_now and not self.told and self._tells_story:
+                if said_just_now and not self.told:
                     # Asked again what is going on, a user with a story still untold tells it
                     # rather than say the worry a second time in a row.
                     say("inquiry_open", story=True)

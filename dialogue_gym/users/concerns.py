@@ -516,11 +516,10 @@ class ConcernTracker:
         `scripted`'s 0.98 (limit 0.49; 0.38 without). Returns whether it credited any.
         """
         credited = False
-        for cid in self.focus:
-            state = self.states[cid]
-            if not self.card.concern(cid).met_by_ask or state.status == RESOLVED:
+        for cid, state in self.states.items():  # in order: the focus is an unordered set
+            if cid not in self.focus or not self.card.concern(cid).met_by_ask:
                 continue
-            if f"addressed:{cid}" not in events:
+            if state.status != RESOLVED and f"addressed:{cid}" not in events:
                 state.progress += 1.0
                 events.append(f"addressed:{cid}")
                 self.addressed_now.append(cid)

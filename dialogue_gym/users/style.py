@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dialogue_gym.cards.card import Style
+from dialogue_gym.users.meaning import split_sentences
 
 _GREETS = re.compile(r"\W*(hi|hey|hello|good (morning|afternoon|evening))\b", re.I)
 """A reply that opens with a greeting: no opener comes before it."""
@@ -142,7 +143,7 @@ RESERVATION = re.compile(
 
 def opening(template: str) -> str:
     """A template's first sentence, up to its first placeholder (``"Thanks for asking."``)."""
-    first = re.split(r"(?<=[.!?])\s", template.strip(), maxsplit=1)[0]
+    first = split_sentences(template, min_words=1)[0]
     return first.split("{", 1)[0].strip() or first
 
 

@@ -41,6 +41,7 @@ from dialogue_gym.users.style import (
 
 USER_ACTS = ("refuse", "hold", "voice", "warm", "agree")
 """Response acts an external user policy can have :meth:`CognitiveUser.realize_act` word."""
+_SLOT = re.compile(r"{(\w+)}")  # a template's placeholder: {situation}, {amount}
 _FIT = 0.05
 """Reactions whose closeness to the turn (a lift in cosine) is within this of the closest
 fit it equally well."""
@@ -348,24 +349,23 @@ class TemplateWording:
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
+        if self._story_told_once:
+            # A speaker whose story is what the listener must hear tells it once, as soon as a
+            # reply can: before that the wordings that tell it, after it the ones that do not
+            # ("it's nice to tell it properly" never before the telling, nor the opening again).
+            telling = tuple(o for o in options if "{situation}" in o)
+            other = tuple(o for o in options if "{situation}" not in o)
+            if telling and other:
+                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         if self._tells_story and self._facts_said:
             # A story's fact is told once: wordings that would tell one said already come
             # last ("It's a breakup I really didn't see coming, mostly." after the opening
             # said so; blind play round 14, ESConv seeds 132, 133, 135, 137).
             first, said = prefer, self._facts_said
             fresh = [options[i] for i in unsaid(self.used, key, options)]
-            new = [o for o in fresh if not said & set(re.findall(r"{(\w+)}", o))]
+            new = [o for o in fresh if not said & set(_SLOT.findall(o))]
             if any(first is None or first(o) for o in new):
                 prefer = lambda o: o in new and (first is None or first(o))  # noqa: E731
-        if self._story_told_once:
-            # A speaker whose story is what the listener must hear tells it once, as soon as a
-            # reply can: before that the wordings that tell it, after it the ones that do not
-            # (so "it's nice to tell it properly" never comes before the telling, and the
-            # opening line is never told again word for word).
-            telling = tuple(o for o in options if "{situation}" in o)
-            other = tuple(o for o in options if "{situation}" not in o)
-            if telling and other:
-                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
         return pick_unused(self._rng, self.used, key, options, prefer)
 
     def _voice(self, cid: str, reservation: bool = False) -> str:
@@ -481,11 +481,11 @@ class TemplateWording:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""
         values = {"amount": f"${min(self.persona.capacity, 2.0):.2f}", "name": self.persona.name}
         values.update(self.persona.facts)
-        self._facts_said.update(k for k in re.findall(r"{(\w+)}", template) if k in values)
+        self._facts_said.update(k for k in _SLOT.findall(template) if k in values)
         if "{situation}" in template:
             self.tracker.disclosed = True  # the user has told its story
             self.told = True
-        return re.sub(r"{(\w+)}", lambda m: values.get(m.group(1), m.group(0)), template)
+        return _SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
     def _unrepeated(self, core: str, key: str) -> str:
         """The styled reply, never word for word one this user already said this episode.

@@ -18,7 +18,7 @@ import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.cards.card import Style, TaskCard
 from dialogue_gym.evaluation.agents import make_agent
-from dialogue_gym.users.style import add_style
+from dialogue_gym.users.style import add_style, pick_unused
 
 
 class _Always:
@@ -166,3 +166,38 @@ def test_no_opener_reacts_before_a_greeting(greeting):
         )
         openers_seen += styled.startswith(("I see.", "Ok."))
     assert openers_seen > 0  # the same draws do put openers before other replies
+
+
+def test_no_assent_opener_before_an_assent() -> None:
+    """Blind play round 14, CB seed 138: "ok okay, i know there's some competition out there."
+    An opener of assent does not come before a reply that opens with one."""
+    texting = Style(id="t", tone="", openers=("ok ",), closers=())
+    for seed in range(20):
+        text = add_style(
+            "Okay, I know there's some competition.",
+            texting,
+            _first,
+            np.random.default_rng(seed),
+            asked=False,
+        )
+        assert text == "Okay, I know there's some competition.", text
+    assert any(
+        add_style(
+            "That's fair.", texting, _first, np.random.default_rng(s), asked=False
+        ).startswith("ok")
+        for s in range(20)
+    )
+
+
+def test_a_wording_is_remembered_by_its_text() -> None:
+    """Blind play round 14, CB seeds 130 and 134: a counter that did not move drops the
+    wordings of a concession, and an index into the narrowed list named the line already said:
+    "You're almost there. $4,600 and we can wrap this up." twice running."""
+    full = ("We're getting close.", "Could you do it?", "You're almost there.", "Not far apart.")
+    narrowed = ("You're almost there.", "Not far apart.")
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        used: set[str] = set()
+        first = pick_unused(rng, used, "positive", full)
+        second = pick_unused(rng, used, "positive", narrowed)
+        assert first != second

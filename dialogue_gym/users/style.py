@@ -23,10 +23,22 @@ _GREETS = re.compile(r"\W*(hi|hey|hello|good (morning|afternoon|evening))\b", re
 """A reply that opens with a greeting: no opener comes before it."""
 
 
+_ASSENTS = frozenset({"ok", "okay", "alright", "right", "sure", "yeah", "yes"})
+"""Words of assent: one opening a reply after another reads as a stutter ("ok okay, ...")."""
+
+
 def _starts_alike(first: str, second: str) -> bool:
-    """Whether ``second`` opens with the first word of ``first`` (case aside)."""
+    """Whether ``second`` opens with the first word of ``first``, or both with assent.
+
+    Case aside; "ok okay, i know there's some competition" stutters as "Oh! Oh, ..." does
+    (blind play round 14, CB seed 138).
+    """
     word = re.match(r"\W*(\w+)", first)
-    return word is not None and re.match(rf"\W*{word.group(1)}\b", second, re.I) is not None
+    other = re.match(r"\W*(\w+)", second)
+    if word is None or other is None:
+        return False
+    one, two = word.group(1).lower(), other.group(1).lower()
+    return one == two or (one in _ASSENTS and two in _ASSENTS)
 
 
 def _says_again(closer: str, text: str) -> bool:
@@ -95,8 +107,15 @@ def add_style(
 
 
 def unsaid(used: set[str], key: str, options: tuple[str, ...]) -> list[int]:
-    """The indices of ``options`` not said yet under ``key`` this episode (see ``used``)."""
-    return [i for i in range(len(options)) if f"{key}:{i}" not in used]
+    """The indices of ``options`` not said yet under ``key`` this episode (see ``used``).
+
+    A wording is remembered by its text, not its place in ``options``: callers narrow a key's
+    list turn by turn (a counter that did not move drops the wordings of a concession), and
+    an index into one narrowing named another line in the next, so the seller said "You're
+    almost there. $4,600 and we can wrap this up." twice running (blind play round 14, CB
+    seeds 130 and 134).
+    """
+    return [i for i, text in enumerate(options) if f"{key}:{text}" not in used]
 
 
 def pick_unused(
@@ -110,7 +129,7 @@ def pick_unused(
 
     Args:
         rng: The user's episode generator.
-        used: ``"<key>:<index>"`` of the options used so far (updated).
+        used: ``"<key>:<wording>"`` of the options used so far (updated).
         key: What the options are for (a reply kind, a concern's voice lines, ...).
         options: The wordings.
         prefer: Of the unused options, those it accepts come first when there are any.
@@ -119,7 +138,7 @@ def pick_unused(
     preferred = [i for i in fresh if prefer(options[i])] if prefer is not None else []
     fresh = preferred or fresh
     index = int(rng.choice(fresh)) if fresh else int(rng.integers(len(options)))
-    used.add(f"{key}:{index}")
+    used.add(f"{key}:{options[index]}")
     return options[index]
 
 

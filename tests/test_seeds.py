@@ -107,3 +107,40 @@ def test_cli_seed_must_be_a_whole_number(seed: str, capsys: pytest.CaptureFixtur
     assert main(["eval", "P4G-hard", "--agent", "scripted", "--seed", seed]) == 2
     assert "--seed" in capsys.readouterr().err
     assert main(["play", "P4G-hard", "--seed", seed]) == 2
+
+
+_GLOBAL_RNG_PROBE = """
+import random, numpy as np, torch
+def draws():
+    return random.random(), float(np.random.random()), float(torch.rand(1))
+def seed():
+    random.seed(1); np.random.seed(1); torch.manual_seed(1)
+seed(); expected = draws(); seed()
+import dialogue_gym
+env = dialogue_gym.make("P4G-hard")
+env.reset(seed=0)
+env.step({"system": "Hi there, how are you?"})
+print("UNTOUCHED" if draws() == expected else "MOVED")
+"""
+
+
+def test_an_env_leaves_the_global_generators_alone() -> None:
+    """Per-env RNG only: making and stepping the default (MiniLM) env in a fresh process draws
+    nothing from Python's, NumPy's or torch's global generators. Importing sentence-transformers
+    and loading MiniLM drew from Python's, so a caller's seeded draws depended on whether the
+    process had loaded MiniLM yet (a fresh process is needed: both happen once per process)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("MiniLM not installed (dialogue-gym[minilm])")
+    out = subprocess.run(
+        [sys.executable, "-c", _GLOBAL_RNG_PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert out.stdout.strip().splitlines()[-1] == "UNTOUCHED", out.stderr[-2000:]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dialogue_gym.mind.global_rng import global_rngs_kept
 from dialogue_gym.mind.minilm_assets import (
     TokenWindow,
     minilm_model_dir,
@@ -70,13 +71,15 @@ class MiniLMEncoder(Encoder):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         apply_threads()  # one intra-op thread for tiny batches unless the user chose
         try:
-            from sentence_transformers import SentenceTransformer
+            with global_rngs_kept():  # importing it draws from Python's global generator
+                from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ModuleNotFoundError(
                 "The MiniLM encoder needs sentence-transformers: pip install "
                 "'dialogue-gym[minilm]', or build the env with encoder='hashing'."
             ) from exc
-        with quiet_weight_loading():
+        # A caller's seeded draws must not depend on whether this process loaded MiniLM yet.
+        with global_rngs_kept(), quiet_weight_loading():
             self._model = SentenceTransformer(str(minilm_model_dir()), device=device)
         self._batch_size = batch_size
         # sentence-transformers renamed the dimension getter; support both spellings.
@@ -87,7 +90,8 @@ class MiniLMEncoder(Encoder):
         self._dim = int(getter() or 384)
         self._packed: _PackedBert | None = None
         if engine != "sentence-transformers":
-            self._packed = _PackedBert.build(self._model, batch_size, self._encode_alone)
+            with global_rngs_kept():
+                self._packed = _PackedBert.build(self._model, batch_size, self._encode_alone)
             if self._packed is None and engine == "packed":
                 raise ValueError("the packed engine failed its check on this model or machine")
         self.engine = "packed" if self._packed is not None else "sentence-transformers"

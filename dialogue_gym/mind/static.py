@@ -29,7 +29,9 @@ the bare token mean, model2vec's own encoding.)
   is an eigendecomposition with a fixed sign convention (the head is trained full-batch from a
   seeded start on one thread), so every build gives the same bytes
   (on the same software stack); the encoder's name, ``static-minilm-<key>``, is stamped into
-  result files.
+  result files. Building (or fitting the cosine map) leaves Python's, NumPy's and torch's
+  global generators as it found them, so whatever a caller seeded draws the same whether the
+  model was built in this process or read from the cache.
 * **Same protocol and view as MiniLM.** The rows are unit float32, a text's row never depends
   on the other texts of the call, and a text is read up to MiniLM's own 254-content-token
   window with the same WordPiece tokenizer, so :meth:`StaticEncoder.visible_prefix` (and hence
@@ -76,6 +78,7 @@ from typing import Any
 import numpy as np
 
 from dialogue_gym.mind.cosine_scale import CosineMap
+from dialogue_gym.mind.global_rng import global_rngs_kept
 from dialogue_gym.mind.minilm_assets import (
     TokenWindow,
     minilm_model_dir,
@@ -451,11 +454,12 @@ def ensure_static_model(
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=root))
         try:
             tmp.chmod(0o755)  # mkdtemp's 0700 would stay on the renamed cache folder
-            facts = _distill(tmp, recipe, model_dir)
             files = [_EMBEDDINGS, _TOKENIZER]
-            if recipe.head is not None:
-                facts["head"] = _fit_head(tmp, recipe.head, facts)
-                files.append(_HEAD)
+            with global_rngs_kept():
+                facts = _distill(tmp, recipe, model_dir)
+                if recipe.head is not None:
+                    facts["head"] = _fit_head(tmp, recipe.head, facts)
+                    files.append(_HEAD)
             meta = {
                 "format": FORMAT,
                 "key": key,
@@ -571,7 +575,7 @@ class StaticEncoder(Encoder):
         if self._cosine_map is None:
             from dialogue_gym.mind.cosine_scale import load_or_fit_cosine_map
 
-            with _fitting_notice(self.path, self._progress):
+            with _fitting_notice(self.path, self._progress), global_rngs_kept():
                 self._cosine_map = load_or_fit_cosine_map(self, self.path)
         return self._cosine_map(cosines)
 

@@ -2,9 +2,11 @@
 
 ``dialogue_gym`` draws only from per-env generators (``reset(seed=...)``), but some of the
 third-party code it runs draws from the global ones: model2vec's distillation and the static
-head's training (:mod:`dialogue_gym.mind.static`) use torch's and Python's. Run inside
+head's training (:mod:`dialogue_gym.mind.static`) use torch's and Python's, and importing
+sentence-transformers uses Python's (:mod:`dialogue_gym.mind.minilm`). Run inside
 :func:`global_rngs_kept`, such code leaves them as it found them, so whatever a caller seeded
-draws the same whether a model was built in this process or read from the cache.
+draws the same whether a model was loaded or built earlier in the process, or read from the
+cache.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def global_rngs_kept() -> Iterator[None]:
     from the cache: one seed reached SR 0.88 on P4G-hard in the run that built it and 0.92
     after.
     """
-    import torch  # the static model's dependency; imported only when a build runs
+    import torch  # a dependency of every model loaded or built inside such a block
 
     python_state, numpy_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=[]):

@@ -356,7 +356,7 @@ class TemplateWording:
             telling = tuple(o for o in options if "{situation}" in o)
             other = tuple(o for o in options if "{situation}" not in o)
             if telling and other:
-                options, key = (other, f"{key}|told") if self.told else (telling, f"{key}|untold")
+                options = other if self.told else telling
         if self._tells_story and self._facts_said:
             # A story's fact is told once: wordings that would tell one said already come
             # last ("It's a breakup I really didn't see coming, mostly." after the opening

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from dialogue_gym.mind.global_rng import global_rngs_kept
+
 __all__ = [
     "RunGenerators",
     "derive_seed",
@@ -79,17 +81,11 @@ def isolated_global_rng(seed: int) -> Iterator[None]:
     For code that draws from the global states (stable-baselines3). The states seen outside
     the block are exactly those before it, whatever happens inside.
     """
-    python_state = random.getstate()
-    numpy_state = np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
+    with global_rngs_kept():
         random.seed(derive_seed(seed, "python"))
         np.random.seed(derive_seed(seed, "numpy-global"))
         torch.manual_seed(derive_seed(seed, "torch-global"))
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
+        yield
 
 
 @contextlib.contextmanager

@@ -103,8 +103,7 @@ class SellerWording:
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
-        # The same options for a key all episode (the listing does not change), so the
-        # indices pick_unused remembers stay those of one list.
+        # Not a word that does not fit the listing's category (a rental is not picked up).
         options = tuple(o for o in options if not any_cue(self.unfit, o)) or options
         return pick_unused(self.rng, self.used, key, options, prefer)
 

@@ -10,7 +10,8 @@ policy plays the evaluation seeds under the evaluation encoder:
 * ``masp-system-only`` — the same, self-play against the hard simulator itself (no user policy);
 * ``siavpo`` — SI-AVPO (``dialogue-gym train siavpo --view``), trained from scratch for each
   budget (its runs do not resume): its iterations are sized from the budget, so episodes that
-  end early leave it a little short of it (the exchanges it used are reported);
+  end early leave it a little short of it (the exchanges it used are reported); with
+  ``--siavpo-option aopd=false --siavpo-option turn_credit=false``, outcome GRPO;
 
 the MASP budgets count the system exchanges its GRPO updates learned from (the rollouts of its
 system updates; the user's rollouts come on top). The lines that judge them are drawn with
@@ -213,10 +214,12 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 
-def _masp_label(method: str, args: argparse.Namespace) -> str:
-    """A MASP method's name with its ``--masp-option`` settings (an ablation's own curve)."""
-    options = ",".join(f"{k}={v}" for k, v in sorted(args.masp_options.items()))
-    return f"{method}[{options}]" if options else method
+def _label(method: str, args: argparse.Namespace) -> str:
+    """A method's name with its ``--*-option`` settings (an ablation's curve and run folder)."""
+    settings = args.siavpo_options if method == "siavpo" else args.masp_options
+    if method == "planner" or not settings:
+        return method
+    return f"{method}[{','.join(f'{k}={v}' for k, v in sorted(settings.items()))}]"
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -230,6 +233,15 @@ def _option(text: str) -> tuple[str, Any]:
         return key.replace("-", "_"), value
 
 
+def _check_fields(
+    parser: argparse.ArgumentParser, flag: str, config: type, options: dict[str, Any]
+) -> None:
+    """Exit with a usage error naming the options that are not fields of ``config``."""
+    unknown = sorted(set(options) - {field.name for field in dataclasses.fields(config)})
+    if unknown:
+        parser.error(f"{flag}: {config.__name__} has no field {', '.join(unknown)}")
+
+
 def _masp_curve(
     env_id: str, seed: int, args: argparse.Namespace, test: range, method: str
 ) -> dict[str, Any]:
@@ -238,7 +250,7 @@ def _masp_curve(
     from dialogue_gym_agents.masp.config import MASPConfig
     from dialogue_gym_agents.masp.train import train_masp
 
-    out = args.out / _masp_label(method, args) / env_id / f"seed{seed}"
+    out = args.out / _label(method, args) / env_id / f"seed{seed}"
     settings: dict[str, Any] = {
         "task": env_id.split("-")[0],
         "out": out,
@@ -288,12 +300,12 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     per_iteration = rollouts * card.max_exchanges  # a bound until a run measures it
     points, seconds, trained = [], 0.0, 0
     for budget in sorted(args.budgets):
-        out = args.out / "siavpo" / env_id / f"seed{seed}" / f"budget{budget}"
+        out = args.out / _label("siavpo", args) / env_id / f"seed{seed}" / f"budget{budget}"
         if not (out / "checkpoint.json").is_file():
             config = SiavpoConfig(
                 task=env_id.split("-")[0], out=out, seed=seed, encoder=args.encoder,
                 view=args.view, iterations=max(1, -(-budget // per_iteration)),
-                progress=False, tensorboard=False, **quick,
+                progress=False, tensorboard=False, **{**quick, **args.siavpo_options},
             )  # fmt: skip
             started = time.perf_counter()
             train_siavpo(config)
@@ -505,6 +517,16 @@ def main() -> int:
         "reward_teacher=oracle); repeatable; its curve is named after it",
     )
     parser.add_argument(
+        "--siavpo-option",
+        dest="siavpo_options",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a SiavpoConfig field for SI-AVPO (an ablation: aopd=false, turn_credit=false; "
+        "both: outcome GRPO); repeatable; its curve is named after it",
+    )
+    parser.add_argument(
         "--worst-case",
         action="store_true",
         help="also evaluate every point on the task's soft users and report the worst case "
@@ -524,14 +546,12 @@ def main() -> int:
         help="with --sft, only these kinds of it (default: all)",
     )
     args = parser.parse_args()
-    args.masp_options = dict(args.masp_options)
-    if args.masp_options:
-        from dialogue_gym_agents.masp.config import MASPConfig
+    from dialogue_gym_agents.masp.config import MASPConfig
+    from dialogue_gym_agents.siavpo.config import SiavpoConfig
 
-        known = {field.name for field in dataclasses.fields(MASPConfig)}
-        unknown = sorted(set(args.masp_options) - known)
-        if unknown:
-            parser.error(f"--masp-option: MASPConfig has no field {', '.join(unknown)}")
+    args.masp_options, args.siavpo_options = dict(args.masp_options), dict(args.siavpo_options)
+    _check_fields(parser, "--masp-option", MASPConfig, args.masp_options)
+    _check_fields(parser, "--siavpo-option", SiavpoConfig, args.siavpo_options)
     args.out.mkdir(parents=True, exist_ok=True)
     test = range(args.seed, args.seed + args.episodes)
     results: dict[str, Any] = {}
@@ -540,11 +560,12 @@ def main() -> int:
         for method in args.methods:
             if method == "planner":
                 methods[method] = [_planner_curve(env_id, seed, args, test) for seed in args.seeds]
-            elif method == "siavpo":
-                methods[method] = [_siavpo_curve(env_id, seed, args, test) for seed in args.seeds]
             else:
-                methods[_masp_label(method, args)] = [
-                    _masp_curve(env_id, seed, args, test, method) for seed in args.seeds
+                methods[_label(method, args)] = [
+                    _siavpo_curve(env_id, seed, args, test)
+                    if method == "siavpo"
+                    else _masp_curve(env_id, seed, args, test, method)
+                    for seed in args.seeds
                 ]
         results[env_id] = {"methods": methods, "lines": _lines(env_id, args, test)}
         for kind, rates in (_sft_lines(env_id, args, test) if args.sft else {}).items():

@@ -86,6 +86,26 @@ def test_a_masp_ablation_is_its_own_curve(tmp_path: Path) -> None:
     assert wrong.returncode == 2 and "no field betaa" in wrong.stderr
 
 
+def test_an_siavpo_ablation_is_its_own_curve(tmp_path: Path) -> None:
+    """``--siavpo-option`` sets a SiavpoConfig field (outcome GRPO: no AOPD, no turn credit)."""
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), "--envs", "P4G-hard",
+        "--methods", "siavpo", "--siavpo-option", "aopd=false", "--siavpo-option",
+        "turn_credit=false", "--seeds", "0", "--budgets", "64", "--episodes", "1", "--no-bounds",
+        "--encoder", "hashing", "--eval-encoder", "hashing", "--quick", "--out", str(tmp_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    label = "siavpo[aopd=False,turn_credit=False]"
+    assert set(json.loads((tmp_path / "curves.json").read_text())["P4G-hard"]["methods"]) == {label}
+    config = json.loads(next((tmp_path / label).rglob("checkpoint.json")).read_text())["config"]
+    assert config["aopd"] is False and config["turn_credit"] is False
+    wrong = subprocess.run(
+        [*command[:6], "--siavpo-option", "aopdd=0"], capture_output=True, text=True, check=False
+    )
+    assert wrong.returncode == 2 and "SiavpoConfig has no field aopdd" in wrong.stderr
+
+
 def test_worst_case_evaluates_the_soft_users_too(tmp_path: Path) -> None:
     """``--worst-case``: every point and line also on P4G-soft, with the worst of the two."""
     command = [

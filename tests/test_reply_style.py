@@ -201,3 +201,12 @@ def test_a_wording_is_remembered_by_its_text() -> None:
         first = pick_unused(rng, used, "positive", full)
         second = pick_unused(rng, used, "positive", narrowed)
         assert first != second
+
+
+def test_a_no_after_a_reaction_does_not_grant_the_answer_twice() -> None:
+    """Round 14, ESConv seed 132, exchange 8: "Um, okay. That's something concrete, at least.
+    Still, that's something, but it doesn't really help with the real thing."."""
+    _, replies = replay_blind("ESConv-hard", 132, 8, "v14")
+    assert "something concrete, at least" in replies[-1]
+    assert not re.search(r"\bthat's something, but\b", replies[-1], re.I), replies[-1]
+    assert "But it doesn't really help with the real thing." in replies[-1]

@@ -158,6 +158,11 @@ RESERVATION = re.compile(
     r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
 )
 """A reaction to a partial answer that says what is still missing ("It still feels small.")."""
+CONCEDES = re.compile(
+    r"(?![^.?!]*\b(thank|appreciat))([^,.?!]{1,30}), but (?P<rest>.+)", re.I | re.S
+)
+"""A no that opens by granting the answer something ("That's something, but ...", "Maybe,
+but ..."); a sentence that thanks is politeness, not a concession."""
 
 
 def opening(template: str) -> str:
@@ -188,6 +193,11 @@ def link_refusal(parts: list[str], keys: list[str]) -> None:
         # "Okay, but I still make these decisions in my own time.": a linker would say
         # "still" twice ("Still, okay, but I still ..."; round 12, Merchant 112).
         parts[1] = second[:1].upper() + second[1:]
+    elif match := CONCEDES.match(second):
+        # After a reaction that granted the answer, a no granting it again says it twice:
+        # "Okay. That's something concrete, at least. Still, that's something, but it doesn't
+        # really help" (blind play round 14, ESConv seed 132).
+        parts[1] = f"But {match['rest']}"
     elif re.search(r"\bbut\b", second, re.I):
         # "Still, thanks, but it's not for us." (after a reaction that says "Still," already,
         # "Anyway,": never "Still, it adds up. Still, I appreciate ...").

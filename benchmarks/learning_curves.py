@@ -298,9 +298,9 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
     quick = {"seeds_per_iteration": 2, "group_size": 2} if args.quick else {}
     rollouts = quick.get("seeds_per_iteration", 8) * quick.get("group_size", 8)
     per_iteration = rollouts * card.max_exchanges  # a bound until a run measures it
-    points, seconds, trained = [], 0.0, 0
+    points, seconds, trained, label = [], 0.0, 0, _label("siavpo", args)
     for budget in sorted(args.budgets):
-        out = args.out / _label("siavpo", args) / env_id / f"seed{seed}" / f"budget{budget}"
+        out = args.out / label / env_id / f"seed{seed}" / f"budget{budget}"
         if not (out / "checkpoint.json").is_file():
             config = SiavpoConfig(
                 task=env_id.split("-")[0], out=out, seed=seed, encoder=args.encoder,
@@ -315,7 +315,7 @@ def _siavpo_curve(env_id: str, seed: int, args: argparse.Namespace, test: range)
         per_iteration = max(1, trained // max(1, int(info["iterations"])))
         agent = siavpo(card, checkpoint=str(out), deterministic=True)
         points.append({"steps": trained, **_play_everywhere(agent, evaluations, test)})
-        print(f"  siavpo {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
+        print(f"  {label} {env_id} seed {seed} {trained:>7} exchanges: {points[-1]}", flush=True)
     return {"seed": seed, "points": points, "seconds_per_step": seconds / max(trained, 1)}
 
 

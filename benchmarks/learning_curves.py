@@ -506,26 +506,20 @@ def main() -> int:
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=["planner"])
     parser.add_argument("--data", default=None, help="data root (MASP; default: none needed)")
     parser.add_argument("--quick", action="store_true", help="tiny MASP phases (smoke tests)")
-    parser.add_argument(
-        "--masp-option",
-        dest="masp_options",
-        type=_option,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a MASPConfig field for the MASP methods (an ablation: beta=0, w_inf=0, "
-        "reward_teacher=oracle); repeatable; its curve is named after it",
-    )
-    parser.add_argument(
-        "--siavpo-option",
-        dest="siavpo_options",
-        type=_option,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a SiavpoConfig field for SI-AVPO (an ablation: aopd=false, turn_credit=false; "
-        "both: outcome GRPO); repeatable; its curve is named after it",
-    )
+    ablations = {  # a config field per flag: which config, and for which methods
+        "masp": "a MASPConfig field for the MASP methods (beta=0, w_inf=0, reward_teacher=oracle)",
+        "siavpo": "a SiavpoConfig field for SI-AVPO (aopd=false, turn_credit=false; both: GRPO)",
+    }
+    for method, field in ablations.items():
+        parser.add_argument(
+            f"--{method}-option",
+            dest=f"{method}_options",
+            type=_option,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"{field}, an ablation; repeatable; its curve is named after it",
+        )
     parser.add_argument(
         "--worst-case",
         action="store_true",

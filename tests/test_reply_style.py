@@ -210,3 +210,24 @@ def test_a_no_after_a_reaction_does_not_grant_the_answer_twice() -> None:
     assert "something concrete, at least" in replies[-1]
     assert not re.search(r"\bthat's something, but\b", replies[-1], re.I), replies[-1]
     assert "But it doesn't really help with the real thing." in replies[-1]
+
+
+@pytest.mark.parametrize(
+    ("no", "linked"),
+    [
+        (
+            "Maybe, but it won't fix what's actually wrong.",
+            "But it won't fix what's actually wrong.",
+        ),
+        ("I hear you, but it's not that easy.", "But it's not that easy."),
+        ("Thanks, but it's not for us.", "Still, thanks, but it's not for us."),
+        ("I appreciate it, but no.", "Still, I appreciate it, but no."),
+    ],
+)
+def test_a_no_keeps_its_thanks_and_drops_a_second_concession(no: str, linked: str) -> None:
+    """After a reaction, a no's concession is said already; its thanks is politeness."""
+    from dialogue_gym.users.style import link_refusal
+
+    parts = ["That's fair.", no]
+    link_refusal(parts, ["partial", "refuse"])
+    assert parts[1] == linked

@@ -217,7 +217,7 @@ def _planner_curve(env_id: str, seed: int, args: argparse.Namespace, test: range
 def _label(method: str, args: argparse.Namespace) -> str:
     """A method's name with its ``--*-option`` settings (an ablation's curve and run folder)."""
     settings = args.siavpo_options if method == "siavpo" else args.masp_options
-    if method == "planner" or not settings:
+    if not settings:
         return method
     return f"{method}[{','.join(f'{k}={v}' for k, v in sorted(settings.items()))}]"
 

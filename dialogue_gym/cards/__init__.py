@@ -23,7 +23,6 @@ from dialogue_gym.cards.card import (
     REQUIRED_MIND,
     REQUIRED_REPLIES,
     SCHEMA_VERSION,
-    STANCES,
     CardError,
     CardHeader,
     CatalogEntry,
@@ -33,13 +32,13 @@ from dialogue_gym.cards.card import (
     PromptWording,
     Strategy,
     Style,
-    SuccessJudgeSpec,
     TaskCard,
     builtin_cards,
     card_header,
     load_card,
     parse_card,
 )
+from dialogue_gym.cards.judge_spec import STANCES, SuccessJudgeSpec
 
 __all__ = [
     "BDI",

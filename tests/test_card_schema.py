@@ -133,6 +133,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "concerns[].situational": ("ed", bad_floats(-1, 1)),
     "concerns[].answered_with": ("p4g", [*BAD_TEXTS, ["no_such_concern"], ["affordability"]]),
     "concerns[].met_by_ask": ("esconv", BAD_BOOL),
+    "concerns[].answered_by_meaning": ("ed", BAD_BOOL),
     "concerns[].voice": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock": ("p4g", BAD_TEXTS_NONEMPTY),
     "concerns[].unlock_cues": ("p4g", BAD_REGEXES),
@@ -426,3 +427,13 @@ def test_random_damage_anywhere_is_a_card_error_or_a_valid_card(name: str) -> No
         except CardError as exc:
             assert str(exc).startswith("fuzz.toml: ")
             assert "invalid card (" not in str(exc), (path, value, exc)  # not the safety net
+
+
+def test_only_a_situational_concern_can_be_answered_by_meaning() -> None:
+    data = shipped("p4g")
+    data["concerns"][0]["answered_by_meaning"] = True
+    concern = data["concerns"][0]["id"]
+    with pytest.raises(CardError, match=rf"concerns\.{concern}\.answered_by_meaning: only a situ"):
+        parse_card(data)
+    validated = next(c for c in load_card("ed").concerns if c.id == "feeling_validated")
+    assert validated.answered_by_meaning and validated.situational is not None

@@ -688,6 +688,22 @@ def test_a_validation_of_the_story_answers_the_voiced_worry_under_discussion():
     assert validated["progress"] > 0, (validated, replies)
 
 
+def test_a_validation_in_the_listeners_own_words_answers_the_worry_just_voiced():
+    """Blind play round 15, ED seed 140: "Honestly, I don't think it's strange at all that it
+    bothers you this much — you put years of hope into this" right after "I keep telling myself
+    it shouldn't bother me this much" takes the feeling seriously, though it does not retell
+    the story (three such validations were never heard). Another persona's story, the card's
+    prototype, still answers nothing."""
+    env, replies = replay_blind("ED-hard", 140, 3, "v15")
+    validated = env.unwrapped.user.privileged()["concerns"]["feeling_validated"]
+    assert validated["status"] == "resolved", (validated, replies)
+    env, replies = replay_blind("ED-hard", 140, 2, "v15")
+    prototype = env.unwrapped.card.concern("feeling_validated").unlock[1]  # a friend's betrayal
+    env.step({"system": prototype})
+    validated = env.unwrapped.user.privileged()["concerns"]["feeling_validated"]
+    assert validated["progress"] == 0, (validated, replies)
+
+
 @pytest.mark.parametrize(("seed", "turns"), [(121, 2), (122, 3)])
 def test_a_worry_said_just_now_is_not_the_answer_to_the_next_question(seed, turns):
     """Blind play round 13, ESConv seeds 121 and 122: the seeker answered "What's been going

@@ -78,6 +78,11 @@ class Concern:
         answered_with: Concerns whose facts answer this one too while it is under discussion
             (:func:`~dialogue_gym.users.concerns.answers_focus`; docs/task-cards.md).
         met_by_ask: The task's request itself answers it (ESConv: a coping step offered).
+        answered_by_meaning: A situational concern that a turn also answers by meaning while
+            it is under discussion, in the listener's own words, when the turn does not tell
+            another persona's story (ED: a worry that the feeling is silly is answered by "I
+            don't think it's strange at all that it bothers you this much";
+            :func:`~dialogue_gym.users.concerns.answers_focus`).
     """
 
     id: str
@@ -98,6 +103,7 @@ class Concern:
     situational: float | None = None
     answered_with: tuple[str, ...] = ()
     met_by_ask: bool = False
+    answered_by_meaning: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,7 +321,19 @@ def _concern(c: Mapping[str, Any], index: int) -> Concern:
         else None,
         answered_with=schema.texts(c, "answered_with", where, minimum=0, default=[]),
         met_by_ask=schema.boolean(c, "met_by_ask", where, default=False),
+        answered_by_meaning=_answered_by_meaning(c, where),
     )
+
+
+def _answered_by_meaning(c: Mapping[str, Any], where: str) -> bool:
+    value = schema.boolean(c, "answered_by_meaning", where, default=False)
+    if value and "situational" not in c:
+        # Every other concern is read by meaning already; the flag would say nothing.
+        raise CardError(
+            f"{where}.answered_by_meaning: only a situational concern (one with `situational`) "
+            "can set it; the others are read by meaning already"
+        )
+    return value
 
 
 def _style(s: Mapping[str, Any], index: int) -> Style:

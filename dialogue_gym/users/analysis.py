@@ -57,6 +57,10 @@ class Perception:
             on tasks with a meaning reader.
         back_reference: It gives its reason by pointing back at what the other side just
             said ("Given that, would you take $980?").
+        story_gap: How much closer the turn, or its sentence closest to it, is to this user's
+            own story than to any other story of the card (reference cosine; set by
+            :class:`~dialogue_gym.users.perception.UserPerception` once the story is told, −1
+            before or on a card without stories). Well below 0: it tells someone else's story.
     """
 
     embedding: np.ndarray
@@ -77,6 +81,7 @@ class Perception:
     open_door: bool = False
     parting: bool = False
     back_reference: bool = False
+    story_gap: float = -1.0
 
     def addressing(self, concern_id: str) -> float:
         """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""

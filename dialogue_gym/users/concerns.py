@@ -37,6 +37,11 @@ STORY_FOCUS_SLACK = 0.1
 worry under discussion (:func:`answers_focus`): in context, as a reason to a voiced worry
 needs less certainty on the meaning path."""
 
+STORY_GAP_IN_CONTEXT = 0.2
+"""How much closer to another persona's story than to this user's a turn may read and still
+answer a story worry in context (:func:`validates_in_context`): the blind listener's validations
+read 0.16 closer at most, the card's prototypes (other people's stories) 0.30 or more."""
+
 
 @dataclasses.dataclass
 class ConcernState:
@@ -133,7 +138,9 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
         # the closing invitation read for another worry, and "You were up in front of
         # everyone … that kind of public moment tends to replay in your head" (0.51 against
         # 0.55) went unheard (blind play round 13, ED seed 122).
-        return p.unlock.get(concern_id, 0.0) >= preset.unlock_threshold - STORY_FOCUS_SLACK
+        if p.unlock.get(concern_id, 0.0) >= preset.unlock_threshold - STORY_FOCUS_SLACK:
+            return True
+        return concern.answered_by_meaning and validates_in_context(p, concern_id, preset, card)
     if p.meaning is None:
         return False
     readable = [c.id for c in card.concerns if c.situational is None]
@@ -161,6 +168,26 @@ def answers_focus(p: Perception, concern_id: str, preset: UserPreset, card: Task
         ):
             return True
     return False
+
+
+def validates_in_context(
+    p: Perception, concern_id: str, preset: UserPreset, card: TaskCard
+) -> bool:
+    """Whether a turn answers a story worry under discussion in the listener's own words.
+
+    "Honestly, I don't think it's strange at all that it bothers you this much — you put years
+    of hope into this" answers a speaker who just said it keeps telling itself it should not be
+    this upset, though it reads closer to another persona's story than to its own (0.23 against
+    0.39; blind play round 15, ED seed 140: validated three times, never heard). It does when
+    the meaning reader reads the concern as the turn's likeliest (above a near miss) at the
+    reader's own line (``preset.meaning_threshold``), and the turn does not tell someone else's
+    story (:attr:`~dialogue_gym.users.analysis.Perception.story_gap` at least
+    ``-STORY_GAP_IN_CONTEXT``): the card's prototypes, other personas' stories, stay unheard.
+    """
+    if p.meaning is None or p.story_gap < -STORY_GAP_IN_CONTEXT:
+        return False
+    likeliest = p.meaning.likeliest([c.id for c in card.concerns])
+    return likeliest == concern_id and p.addressing(concern_id) >= preset.meaning_threshold
 
 
 def reads_in_a_part(

@@ -12,6 +12,7 @@ story, meets nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol
 
 import numpy as np
@@ -79,36 +80,42 @@ class UserPerception:
         p = self.analyzer.perceive(text)
         if p.empty:
             return p
-        specific = None
+        closeness: list[tuple[float, float]] | None = None
         for cid in p.unlock:
             bonus = self.card.concern(cid).situational
             if bonus is not None:
                 # Situational concerns are met only by this user's story (the card's
                 # prototypes tell other people's stories).
-                if specific is None:
-                    specific = self.situational_score(p, disclosed)
+                if closeness is None:
+                    closeness = self.story_closeness(p, disclosed)
+                margin = self.preset.situation_margin
+                specific = max(
+                    (own for own, other in closeness if own - other >= margin), default=0.0
+                )
                 p.unlock[cid] = specific + bonus if specific > 0 else 0.0
-        return p
+        if not closeness:
+            return p
+        return dataclasses.replace(p, story_gap=max(own - other for own, other in closeness))
 
-    def situational_score(self, p: Perception, disclosed: bool) -> float:
-        """How specifically a turn speaks to this user's own situation (0 when it does not).
+    def story_closeness(self, p: Perception, disclosed: bool) -> list[tuple[float, float]]:
+        """How close the turn and each of its sentences are to this user's story and to another's.
 
-        The similarity to the user's situation counts only when it beats the closest other
-        situation of the card by ``situation_margin`` and the user has told its story.
+        One ``(own, other)`` pair per row read — the whole turn, then each sentence when it
+        has several (a reflection inside a longer reply still speaks to the story): the
+        similarity to this user's situation and to the closest other situation of the card,
+        on the reference cosine scale. Empty before the user has told its story. A turn
+        speaks to the story (:attr:`~dialogue_gym.users.analysis.Perception.unlock`) in a row
+        whose ``own`` beats its ``other`` by ``situation_margin``.
         """
         if self._situation is None or not disclosed:
-            return 0.0
+            return []
         encoder = self.encoder
-        # The whole turn or any one of its sentences: a reflection inside a longer reply
-        # still speaks to the story.
         rows = [p.embedding]
         if p.sentence_embeddings is not None and len(p.sentence_embeddings) > 1:
             rows.extend(p.sentence_embeddings)
-        best = 0.0
+        out = []
         for row in rows:
             own = float(encoder.to_reference_cosine(float(self._situation @ row)))
             other = float((self._other_situations @ row).max(initial=-1.0))
-            other = float(encoder.to_reference_cosine(other))
-            if own - other >= self.preset.situation_margin:
-                best = max(best, own)
-        return best
+            out.append((own, float(encoder.to_reference_cosine(other))))
+        return out

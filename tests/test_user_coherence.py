@@ -340,6 +340,23 @@ def test_a_parting_wish_the_reader_misses_is_still_a_goodbye() -> None:
     assert "farewell" in steps[0]["events"], steps
 
 
+def test_an_invitation_to_keep_talking_is_not_a_goodbye() -> None:
+    """Blind play round 15, ED seeds 143 and 146: "I'm here for as long as you want to keep
+    talking about it." and "I'm here, so share whatever feels worth saying about it." were read
+    as goodbyes, and the speaker left ("Alright, take care!"). A goodbye with a parting wish
+    that leaves the door open is still one."""
+    env = dialogue_gym.make("ED-hard", privileged=True)
+    invitations = [
+        "That makes sense. I'm here for as long as you want to keep talking about it.",
+        "That sounds draining. I'm here, so share whatever feels worth saying about it.",
+    ]
+    for turn in invitations:
+        steps = _play(env, [turn], seed=143)
+        assert "farewell" not in steps[0]["events"], (turn, steps)
+    goodbye = "Thank you for telling me. If you ever want to talk again, I'm here. Take care!"
+    assert "farewell" in _play(env, [goodbye], seed=143)[0]["events"]
+
+
 OPENER = "Thanks for chatting. What comes to mind when you think about giving to a charity?"
 
 

@@ -55,12 +55,14 @@ class Perception:
             just name an amount").
         parting: Its last sentence is a parting wish ("Have a good weekend service."), read
             on tasks with a meaning reader.
+        goes_on: Its last sentence asks the other side to keep talking now ("I'm here for as
+            long as you want to keep talking about it."): not a goodbye, unless a parting wish.
         back_reference: It gives its reason by pointing back at what the other side just
             said ("Given that, would you take $980?").
-        story_gap: How much closer the turn, or its sentence closest to it, is to this user's
-            own story than to any other story of the card (reference cosine; set by
-            :class:`~dialogue_gym.users.perception.UserPerception` once the story is told, −1
-            before or on a card without stories). Well below 0: it tells someone else's story.
+        story: How close the turn, then each of its sentences, is to this user's own story
+            and to the closest other story of the card: one ``(own, other)`` pair per row,
+            reference cosine (set by :class:`~dialogue_gym.users.perception.UserPerception`
+            once the user has told its story; empty before or on a card without stories).
     """
 
     embedding: np.ndarray
@@ -80,8 +82,9 @@ class Perception:
     sentence_embeddings: np.ndarray | None = None
     open_door: bool = False
     parting: bool = False
+    goes_on: bool = False
     back_reference: bool = False
-    story_gap: float = -1.0
+    story: tuple[tuple[float, float], ...] = ()
 
     def addressing(self, concern_id: str) -> float:
         """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""
@@ -141,6 +144,14 @@ _PARTING = re.compile(
     re.I,
 )
 """A parting wish that ends a turn ("Have a good weekend service.", "Take care!")."""
+
+_GO_ON = re.compile(
+    r"\b(keep (talking|going|sharing|telling)|(share|say|tell me) (whatever|anything|more|as much)"
+    r"|tell me more|go on\b|i['’]m (still |all )?(listening|all ears)|take (all )?(the|your) time)",
+    re.I,
+)
+"""A last sentence that asks the other side to keep talking now ("I'm here for as long as you
+want to keep talking about it."), which the meaning reader can take for a goodbye."""
 
 _BACK_REFERENCE = re.compile(
     r"\b(?:given|considering|because of|in light of|with|accounting for|allowing for)\s+"
@@ -461,6 +472,7 @@ class UtteranceAnalyzer:
             per_sentence,
             open_door=bool(_OPEN_DOOR.search(view)),
             parting=bool(sentences) and bool(_PARTING.search(sentences[-1])),
+            goes_on=bool(sentences) and bool(_GO_ON.search(sentences[-1])),
             back_reference=bool(_BACK_REFERENCE.search(view)),
         )
 

@@ -275,6 +275,10 @@ class CognitiveUser:
             return False
         if p.parting:
             return True  # "Have a good weekend service." closes, however the reader reads it
+        if p.goes_on:
+            # "I'm here, so share whatever feels worth saying about it." read as a goodbye, and
+            # the speaker left ("Alright, take care!"; blind play round 15, ED seeds 143, 146).
+            return False
         farewell = p.act("farewell")
         if p.meaning.closing == "farewell":
             # People put their goodbye last ("Thanks for hearing me out ... I hope the rest of

@@ -37,10 +37,9 @@ STORY_FOCUS_SLACK = 0.1
 worry under discussion (:func:`answers_focus`): in context, as a reason to a voiced worry
 needs less certainty on the meaning path."""
 
-STORY_GAP_IN_CONTEXT = 0.2
-"""How much closer to another persona's story than to this user's a turn may read and still
-answer a story worry in context (:func:`validates_in_context`): the blind listener's validations
-read 0.16 closer at most, the card's prototypes (other people's stories) 0.30 or more."""
+STORY_IN_CONTEXT, OTHER_STORY_IN_CONTEXT = 0.25, 0.25
+"""A story worry answered in context (:func:`validates_in_context`): a part of the turn this
+close to the user's story, none closer to another's by more (the card's prototypes: 0.3+)."""
 
 
 @dataclasses.dataclass
@@ -176,15 +175,17 @@ def validates_in_context(
     """Whether a turn answers a story worry under discussion in the listener's own words.
 
     "Honestly, I don't think it's strange at all that it bothers you this much — you put years
-    of hope into this" answers a speaker who just said it keeps telling itself it should not be
-    this upset, though it reads closer to another persona's story than to its own (0.23 against
-    0.39; blind play round 15, ED seed 140: validated three times, never heard). It does when
-    the meaning reader reads the concern as the turn's likeliest (above a near miss) at the
-    reader's own line (``preset.meaning_threshold``), and the turn does not tell someone else's
-    story (:attr:`~dialogue_gym.users.analysis.Perception.story_gap` at least
-    ``-STORY_GAP_IN_CONTEXT``): the card's prototypes, other personas' stories, stay unheard.
+    of hope into this" answers a speaker who just said it should not be this upset, though it
+    reads closer to another persona's story than to its own (blind play round 15, ED seed 140).
+    It does when the meaning reader reads the concern as the turn's likeliest, at its own line
+    (``preset.meaning_threshold``), a part speaks to this story at least :data:`STORY_IN_CONTEXT`
+    (a stock "your feelings are valid" does not) and none is closer to another persona's story
+    by more than :data:`OTHER_STORY_IN_CONTEXT` (the card's prototypes stay unheard).
     """
-    if p.meaning is None or p.story_gap < -STORY_GAP_IN_CONTEXT:
+    own_story = max((own for own, _ in p.story), default=0.0) >= STORY_IN_CONTEXT
+    if p.meaning is None or not own_story:
+        return False
+    if max(other - own for own, other in p.story) > OTHER_STORY_IN_CONTEXT:
         return False
     likeliest = p.meaning.likeliest([c.id for c in card.concerns])
     return likeliest == concern_id and p.addressing(concern_id) >= preset.meaning_threshold

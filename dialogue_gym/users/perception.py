@@ -95,7 +95,7 @@ class UserPerception:
                 p.unlock[cid] = specific + bonus if specific > 0 else 0.0
         if not closeness:
             return p
-        return dataclasses.replace(p, story_gap=max(own - other for own, other in closeness))
+        return dataclasses.replace(p, story=tuple(closeness))
 
     def story_closeness(self, p: Perception, disclosed: bool) -> list[tuple[float, float]]:
         """How close the turn and each of its sentences are to this user's story and to another's.

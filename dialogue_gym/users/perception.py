@@ -80,22 +80,18 @@ class UserPerception:
         p = self.analyzer.perceive(text)
         if p.empty:
             return p
-        closeness: list[tuple[float, float]] | None = None
-        for cid in p.unlock:
-            bonus = self.card.concern(cid).situational
-            if bonus is not None:
-                # Situational concerns are met only by this user's story (the card's
-                # prototypes tell other people's stories).
-                if closeness is None:
-                    closeness = self.story_closeness(p, disclosed)
-                margin = self.preset.situation_margin
-                specific = max(
-                    (own for own, other in closeness if own - other >= margin), default=0.0
-                )
-                p.unlock[cid] = specific + bonus if specific > 0 else 0.0
-        if not closeness:
+        bonuses = {cid: self.card.concern(cid).situational for cid in p.unlock}
+        if all(bonus is None for bonus in bonuses.values()):
             return p
-        return dataclasses.replace(p, story=tuple(closeness))
+        closeness = self.story_closeness(p, disclosed)
+        # Situational concerns are met only by this user's story (the card's prototypes tell
+        # other people's stories): by a row that speaks to it more than to any other story.
+        margin = self.preset.situation_margin
+        specific = max((own for own, other in closeness if own - other >= margin), default=0.0)
+        for cid, bonus in bonuses.items():
+            if bonus is not None:
+                p.unlock[cid] = specific + bonus if specific > 0 else 0.0
+        return dataclasses.replace(p, story=tuple(closeness)) if closeness else p
 
     def story_closeness(self, p: Perception, disclosed: bool) -> list[tuple[float, float]]:
         """How close the turn and each of its sentences are to this user's story and to another's.

@@ -18,7 +18,7 @@ import dialogue_gym
 from dialogue_gym.cards import load_card
 from dialogue_gym.cards.card import Style, TaskCard
 from dialogue_gym.evaluation.agents import make_agent
-from dialogue_gym.users.style import add_style, pick_unused
+from dialogue_gym.users.style import add_style, link_refusal, pick_unused
 
 
 class _Always:
@@ -226,8 +226,6 @@ def test_a_no_after_a_reaction_does_not_grant_the_answer_twice() -> None:
 )
 def test_a_no_keeps_its_thanks_and_drops_a_second_concession(no: str, linked: str) -> None:
     """After a reaction, a no's concession is said already; its thanks is politeness."""
-    from dialogue_gym.users.style import link_refusal
-
     parts = ["That's fair.", no]
     link_refusal(parts, ["partial", "refuse"])
     assert parts[1] == linked

@@ -59,6 +59,8 @@ class UserPerception:
         self.preset = preset
         self._situation: np.ndarray | None = None
         self._other_situations = np.zeros((0, 0), dtype=np.float32)
+        # Concern id → its situational bonus, for the concerns met by the user's own story.
+        self._bonuses = {c.id: c.situational for c in card.concerns if c.situational is not None}
 
     @property
     def encoder(self) -> Encoder:
@@ -80,8 +82,8 @@ class UserPerception:
         p = self.analyzer.perceive(text)
         if p.empty:
             return p
-        bonuses = {cid: self.card.concern(cid).situational for cid in p.unlock}
-        if all(bonus is None for bonus in bonuses.values()):
+        bonuses = {cid: bonus for cid, bonus in self._bonuses.items() if cid in p.unlock}
+        if not bonuses:
             return p
         closeness = self.story_closeness(p, disclosed)
         # Situational concerns are met only by this user's story (the card's prototypes tell
@@ -89,8 +91,7 @@ class UserPerception:
         margin = self.preset.situation_margin
         specific = max((own for own, other in closeness if own - other >= margin), default=0.0)
         for cid, bonus in bonuses.items():
-            if bonus is not None:
-                p.unlock[cid] = specific + bonus if specific > 0 else 0.0
+            p.unlock[cid] = specific + bonus if specific > 0 else 0.0
         return dataclasses.replace(p, story=tuple(closeness)) if closeness else p
 
     def story_closeness(self, p: Perception, disclosed: bool) -> list[tuple[float, float]]:

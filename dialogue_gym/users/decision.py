@@ -19,9 +19,10 @@ import numpy as np
 from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.users.analysis import Perception
 from dialogue_gym.users.base import DECISIONS
+from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.presets import UserPreset
 
-__all__ = ["DecisionContext", "DecisionRule", "ThresholdDecision"]
+__all__ = ["DecisionContext", "DecisionRule", "ThresholdDecision", "refusal_reason"]
 
 _RANK = {d: i for i, d in enumerate(DECISIONS)}
 
@@ -160,3 +161,37 @@ class ThresholdDecision:
         # leaning towards giving without any reason is.
         swing = previous == "refused" and _RANK[stance] >= _RANK["positive"]
         return stance, reasoned or not swing
+
+
+def refusal_reason(tracker: ConcernTracking, card: TaskCard, pushed: bool) -> str | None:
+    """The concern a no gives as its reason: the strongest one barely touched, else the top.
+
+    Barely touched: less than half an answer so far. "Sorry, I can't. Audited, huh? That's a
+    start." names the worry that was just answered and hides the one that holds the user
+    back; people say what is still in the way ("Sorry, I can't. Does a dollar even do
+    anything?"). Dislike of being pushed is the reason only when the turn pushed: after a
+    polite ask it would accuse the asker.
+
+    Args:
+        tracker: The user's concern state.
+        card: The task card (a concern without voice lines is never given as a reason).
+        pushed: The turn that draws the no pressured the user.
+    """
+    states = tracker.states
+    for cid, state in states.items():  # strongest first
+        barely = state.status != RESOLVED and state.progress < 0.5
+        fair = cid != "pressure" or pushed
+        if barely and fair and card.concern(cid).voice:
+            return cid
+    # Past half an answer, the same holds: a no to a polite ask names a worry the asker
+    # can still answer, not "I'll listen, but keep it short" at the eighth exchange
+    # (blind play round 11, Merchant seed 101), unless being pushed is all that is left.
+    top = tracker.top()
+    if top == "pressure" and not pushed:
+        others = [
+            cid
+            for cid, state in states.items()
+            if cid != "pressure" and state.status != RESOLVED and card.concern(cid).voice
+        ]
+        return others[0] if others else top
+    return top

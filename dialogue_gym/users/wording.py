@@ -24,6 +24,7 @@ from dialogue_gym.cards.card import Style, TaskCard
 from dialogue_gym.cards.stance import classify_stance
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
 from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
+from dialogue_gym.users.decision import refusal_reason
 from dialogue_gym.users.persona import Persona
 from dialogue_gym.users.style import (
     AGREES,
@@ -243,7 +244,7 @@ class TemplateWording:
                     # seeds 133, 135).
                     say("pushback_ask" if "pushback_ask" in replies else "pushback")
                 elif self._top_concern() is not None:
-                    reason = self._refusal_reason(events)
+                    reason = refusal_reason(self.tracker, self.card, "pressure" in events)
                     state = self.tracker.states.get(reason) if reason else None
                     if reason and state and not parts and state.voiced and state.progress > 0:
                         # The worry was answered in part: the user says how far the answer got
@@ -447,35 +448,6 @@ class TemplateWording:
 
     def _top_concern(self, unvoiced_only: bool = False) -> str | None:
         return self.tracker.top(unvoiced_only)
-
-    def _refusal_reason(self, events: list[str]) -> str | None:
-        """The concern a no gives as its reason: the strongest one barely touched, else the top.
-
-        Barely touched: less than half an answer so far. "Sorry, I can't. Audited, huh? That's a
-        start." names the worry that was just answered and hides the one that holds the user
-        back; people say what is still in the way ("Sorry, I can't. Does a dollar even do
-        anything?"). Dislike of being pushed is the reason only when the turn pushed: after a
-        polite ask it would accuse the asker.
-        """
-        states = self.tracker.states
-        pushed = "pressure" in events
-        for cid, state in states.items():  # strongest first
-            barely = state.status != RESOLVED and state.progress < 0.5
-            fair = cid != "pressure" or pushed
-            if barely and fair and self.card.concern(cid).voice:
-                return cid
-        # Past half an answer, the same holds: a no to a polite ask names a worry the asker
-        # can still answer, not "I'll listen, but keep it short" at the eighth exchange
-        # (blind play round 11, Merchant seed 101), unless being pushed is all that is left.
-        top = self._top_concern()
-        if top == "pressure" and not pushed:
-            others = [
-                cid
-                for cid, state in states.items()
-                if cid != "pressure" and state.status != RESOLVED and self.card.concern(cid).voice
-            ]
-            return others[0] if others else top
-        return top
 
     def _fill(self, template: str) -> str:
         """Fills ``{amount}``, ``{name}`` and the persona's fact placeholders."""

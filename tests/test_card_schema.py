@@ -166,6 +166,10 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "personas.giving_histories": ("p4g", BAD_TEXTS_NONEMPTY),
     "personas.slots": ("merchant", BAD_TABLE),
     "personas.slots.*": ("merchant", BAD_TEXTS_NONEMPTY),
+    "personas.unfit": ("ed", BAD_TABLES),
+    "personas.unfit[].fact": ("ed", [*BAD_STR, "", "no_such_slot"]),
+    "personas.unfit[].when": ("ed", [*BAD_REGEXES, []]),
+    "personas.unfit[].lines": ("ed", [*BAD_REGEXES, []]),
     "mind": ("p4g", BAD_TABLE),
     "mind.*": ("p4g", BAD_STR),
     "presets": ("merchant", BAD_TABLE),
@@ -437,3 +441,28 @@ def test_only_a_situational_concern_can_be_answered_by_meaning() -> None:
         parse_card(data)
     validated = next(c for c in load_card("ed").concerns if c.id == "feeling_validated")
     assert validated.answered_by_meaning and validated.situational is not None
+
+
+def test_a_persona_whose_story_a_line_does_not_fit_never_says_it() -> None:
+    """Blind play round 16 (ED): "it's a relief ... I feel a lot lighter" about booking a trip,
+    "how it felt right then" about a job that starts on Monday. ``[[personas.unfit]]`` leaves
+    such lines out for the personas whose fact matches, and only for them."""
+    import dialogue_gym
+
+    card = load_card("ed")
+    happy, coming = card.personas.unfit
+    trip = next(s for s in card.personas.slots["situation"] if "trip to Japan" in s)
+    dog = next(s for s in card.personas.slots["situation"] if "dog of fourteen years" in s)
+    assert happy.applies({"situation": trip}) and coming.applies({"situation": trip})
+    assert not happy.applies({"situation": dog}) and not coming.applies({"situation": dog})
+    env = dialogue_gym.make("ED-hard")
+    for seed in range(60):
+        env.reset(seed=seed)
+        wording = env.unwrapped.user.wording
+        facts = env.unwrapped.user.persona.facts
+        lines = [line for line in card.replies["agree"] if "lighter" in line]
+        said = {wording._pick("agree", card.replies["agree"]) for _ in range(12)}
+        if happy.applies(facts):
+            assert not said & set(lines), (facts, said)
+            return
+    raise AssertionError("no happy speaker in 60 seeds")

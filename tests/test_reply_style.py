@@ -229,3 +229,14 @@ def test_a_no_keeps_its_thanks_and_drops_a_second_concession(no: str, linked: st
     parts = ["That's fair.", no]
     link_refusal(parts, ["partial", "refuse"])
     assert parts[1] == linked
+
+
+def test_an_announcing_opener_never_comes_before_a_reply_that_goes_on() -> None:
+    """Blind play round 16, P4G seed 159: "To be candid: So I don't have to choose between them."
+    An opener that announces a statement is left out before a reply that goes on from
+    something said before ("So ...", "But ..."), and kept before one that does not."""
+    candid = Style(id="c", tone="", openers=("To be candid: ",), closers=())
+    for text in ("So I don't have to choose between them.", "But I'd rather not."):
+        assert add_style(text, candid, _first, _Always(), asked=False) == text  # type: ignore[arg-type]
+    said = add_style("I give locally.", candid, _first, _Always(), asked=False)  # type: ignore[arg-type]
+    assert said == "To be candid: I give locally."

@@ -859,3 +859,52 @@ def test_a_question_about_the_story_is_answered_not_agreed_with():
     agreeing = [line for line in heard.ack_partial + heard.ack_resolved if AGREES.match(line)]
     assert agreeing and not any(line in replies[-1] for line in agreeing), replies[-1]
     assert any(line in replies[-1] for line in heard.ack_partial + heard.ack_resolved), replies
+
+
+def test_a_no_for_the_worry_just_reacted_to_says_what_is_left_of_it():
+    """Blind play round 15, P4G seed 143: "Huh, if it really adds up with everyone else's, maybe
+    it's not nothing. But I just don't see what a dollar is going to do." — a warm reaction,
+    then the worry as if nobody had answered it. A no for the worry the reply reacts to says
+    what the answer left open, and the worry is not said twice."""
+    env, replies = replay_blind("P4G-hard", 143, 3, "v15")
+    efficacy = env.unwrapped.card.concern("efficacy")
+    reply = replies[2]
+    said = [line for line in efficacy.ack_partial + efficacy.voice if line in reply]
+    assert len(said) == 1 and _RESERVATION.search(said[0]), reply
+    assert env.unwrapped.user.decision == "refused", reply
+
+
+def test_thanks_for_backing_off_only_after_a_push_or_a_no():
+    """Blind play round 15, P4G seed 146: "I appreciate you backing off a little." and "I feel a
+    bit less cornered now, thanks." to a player who had never pushed. Those thanks presuppose
+    a push: before the user was pushed or said no, the reaction to "no pressure" is another."""
+    from dialogue_gym.users.style import EASED
+
+    env, replies = replay_blind("P4G-hard", 146, 4, "v15")
+    acks = env.unwrapped.card.concern("pressure").ack_partial
+    assert not any(EASED.search(reply) for reply in replies), replies
+    assert all(any(line in reply for line in acks) for reply in replies[1:3]), replies
+
+
+def test_a_worry_said_again_is_what_the_answer_left_not_a_reaction_to_this_turn(p4g: Any):
+    """A worry answered in part and said again in reply to a turn about something else (a
+    question, an ask) is the line nearest the worry's own words, not the reaction nearest the
+    turn ("Kids in the rural US too?" to "Is there any part that's still unclear?"; blind play
+    round 15, P4G seed 144, replayed)."""
+    env, replies = replay_blind("P4G-hard", 144, 5, "v15")
+    detachment = env.unwrapped.card.concern("detachment")
+    content = [line for line in detachment.ack_partial if re.search(r"\b(dollar|US)\b", line)]
+    assert content, "the card's reactions to the fact routes are gone"
+    assert not any(line in replies[4] for line in content), replies[4]
+    assert any(line in replies[4] for line in detachment.ack_partial + detachment.voice), replies
+
+
+def test_a_warm_line_late_in_the_talk_does_not_restart_it():
+    """Blind play round 16, ESConv seed 158: the supporter's goodbye ended "I'm really glad you
+    reached out." (read as a greeting) and the seeker answered with its opening again ("Hey. I
+    needed to talk to someone. It's my friend group slowly leaving me out of things."). After
+    the first exchange a greeting is not answered with the opening."""
+    env, replies = replay_blind("ESConv-hard", 158, 8, "v16")
+    problem = env.unwrapped.user.persona.facts["problem"]
+    assert problem in replies[0]
+    assert problem not in replies[-1], replies[-1]

@@ -131,6 +131,7 @@ class PersonaIngredients:
         slots: Named value lists; each persona draws one value per slot (its *facts*, which
             reply templates may also use as ``{slot}`` placeholders).
         ages: Inclusive age range.
+        unfit: Reply lines that cannot fit some personas (``[[personas.unfit]]``).
     """
 
     count: int
@@ -139,6 +140,32 @@ class PersonaIngredients:
     background_templates: tuple[str, ...]
     slots: Mapping[str, tuple[str, ...]]
     ages: tuple[int, int] = (19, 71)
+    unfit: tuple[UnfitLines, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class UnfitLines:
+    """Reply lines a persona never says when one of its facts matches (``[[personas.unfit]]``).
+
+    A speaker whose news is happy is not "this worked up" about it, and one whose event is
+    still to come does not replay "how it felt right then": the card's reply lists are shared
+    by every persona, so the lines that presuppose a kind of story are left out for the others.
+
+    Attributes:
+        fact: The slot whose value is tested (e.g. ``situation``).
+        when: The rule applies when any of these regexes matches the persona's value.
+        lines: Reply lines (templates, voice lines, reactions) matching any of these are then
+            not said, while the list holds another line.
+    """
+
+    fact: str
+    when: tuple[re.Pattern[str], ...]
+    lines: tuple[re.Pattern[str], ...]
+
+    def applies(self, facts: Mapping[str, str]) -> bool:
+        """Whether a persona with these facts falls under the rule."""
+        value = facts.get(self.fact, "")
+        return any(pattern.search(value) for pattern in self.when)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # identity hash: cards key per-card caches
@@ -263,6 +290,17 @@ def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
     sample = {"name": "Alex", "age": low, **{slot: values[0] for slot, values in slots.items()}}
     for index, template in enumerate(templates):
         schema.format_template(template, f"personas.background_templates[{index}]", sample)
+    unfit = []
+    for index, rule in enumerate(schema.tables(p, "unfit", "personas") if "unfit" in p else ()):
+        where = f"personas.unfit[{index}]"
+        fact = schema.text(rule, "fact", where, empty=False)
+        if fact not in slots:
+            raise CardError(f"{where}.fact: unknown slot {fact!r}; slots: {sorted(slots)}")
+        when, lines = schema.patterns(rule, "when", where), schema.patterns(rule, "lines", where)
+        for key, value in (("when", when), ("lines", lines)):
+            if not value:
+                raise CardError(f"{where}.{key}: expected at least one regex")
+        unfit.append(UnfitLines(fact, when, lines))
     return PersonaIngredients(
         count=schema.integer(p, "count", "personas", 1, schema.MAX_PERSONAS),
         seed=schema.integer(p, "seed", "personas", 0, schema.MAX_SEED),
@@ -270,6 +308,7 @@ def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
         background_templates=templates,
         slots=slots,
         ages=(low, high),
+        unfit=tuple(unfit),
     )
 
 

@@ -50,6 +50,10 @@ def _says_again(closer: str, text: str) -> bool:
     return word is not None and re.search(rf"\b{word.group(1)}\b", text, re.I) is not None
 
 
+_LEADS_ON = re.compile(r"\W*(so|but|and|also|anyway|still)\b", re.I)
+"""A reply that opens by going on from something said before."""
+
+
 def add_style(
     text: str,
     style: Style,
@@ -79,10 +83,12 @@ def add_style(
     """
     if rng.random() < 0.45:
         opener = pick("opener", style.openers)
-        if _starts_alike(opener, text) or _GREETS.match(text):
+        announces = opener.rstrip().endswith(":") and _LEADS_ON.match(text)
+        if _starts_alike(opener, text) or _GREETS.match(text) or announces:
             # "Oh! Oh, I didn't know ..." stutters; "I see. Hi!" or "Ok. Hey, thanks for
             # reaching out." reacts to nothing before the greeting (blind play round 13, CB
-            # seeds 123, 125).
+            # seeds 123, 125); "To be candid: So I don't have to choose ..." announces a
+            # statement and goes on from something said before (round 16, P4G seed 159).
             opener = ""
         runs_on = bool(opener) and not opener.rstrip().endswith((".", "!", "?", ":"))
         if runs_on and not re.match(r"I\b", text):
@@ -154,6 +160,20 @@ TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback", "pushback_ask"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
 AGREES = re.compile(r"\W*(yeah|yes|right|exactly|mm-hm|that'?s (it|exactly))\b", re.I)
 """A reaction that opens by agreeing with what the system said (no answer to a question)."""
+ACCUSES = re.compile(
+    r"\b(push\w*|pitch|lean on|hard sells?|rush\w*|cornered|guilt|nags?|urgent|sales calls?|"
+    r"countdowns?|deadlines?)\b",
+    re.I,
+)
+"""Words of the pressure worry that accuse the asker: after one polite ask the user gives its
+need to decide alone instead ("I like space to think things over."), not "I get uncomfortable
+when people lean on me about donations." (blind play round 13: P4G seeds 120, 121, 126,
+Merchant 121, Courier 122), nor "Countdowns put me off." when nobody set one (round 15, P4G
+seed 143)."""
+EASED = re.compile(r"\b(back(ing|ed)? off|less (pushy|cornered)|not a hard sell)\b", re.I)
+"""Thanks that presuppose a push before ("I appreciate you backing off a little."): said only
+once the user was pushed or had said no, never to a first "no pressure" (round 15, P4G seed
+146: "I feel a bit less cornered now, thanks." to a plain opt-out ask)."""
 RESERVATION = re.compile(
     r"\b(still|though|yet)\b|not (fully|sure|quite|totally|convinced)|\bbut\b", re.I
 )
@@ -209,3 +229,24 @@ def link_refusal(parts: list[str], keys: list[str]) -> None:
         # "... But no."
         follows = keys[1] == "refuse" and RESERVATION.search(parts[0])
         parts[1] = f"{'So' if follows else 'But'} {second}"
+
+
+def fitting_reaction(asked: bool, reserve: bool, pushed: bool) -> Callable[[str], bool]:
+    """Which reactions to an answer fit the reply being written.
+
+    Args:
+        asked: The turn asked about the user's story: no line that agrees (:data:`AGREES`).
+        reserve: The reply goes on to say no for this worry: a line that says what is still
+            missing (:data:`RESERVATION`).
+        pushed: The user was pushed or said no earlier: only then thanks for easing off
+            (:data:`EASED`).
+    """
+
+    def fits(line: str) -> bool:
+        if asked and AGREES.match(line):
+            return False
+        if reserve and not RESERVATION.search(line):
+            return False
+        return pushed or not EASED.search(line)
+
+    return fits

@@ -27,13 +27,14 @@ from dialogue_gym.users.concerns import RESOLVED, ConcernTracking
 from dialogue_gym.users.decision import refusal_reason
 from dialogue_gym.users.persona import Persona
 from dialogue_gym.users.style import (
-    AGREES,
+    ACCUSES,
     CONCEDING,
     FILLERS,
     OPENING_ONLY,
     RESERVATION,
     TURNS_AWAY,
     add_style,
+    fitting_reaction,
     link_refusal,
     opening,
     pick_unused,
@@ -47,15 +48,6 @@ _FIT = 0.05
 """Reactions whose closeness to the turn (a lift in cosine) is within this of the closest
 fit it equally well."""
 
-
-_ACCUSES = re.compile(
-    r"\b(push\w*|pitch|lean on|hard sells?|rush\w*|cornered|guilt|nags?|urgent|sales calls?)\b",
-    re.I,
-)
-"""Words of the pressure worry that accuse the asker: after one polite ask the user gives its
-need to decide alone instead ("I like space to think things over."), not "I get uncomfortable
-when people lean on me about donations." (blind play round 13: P4G seeds 120, 121, 126,
-Merchant 121, Courier 122)."""
 
 PITCH_WORDS = 15
 """An opening longer than this that asks a question is a pitch, not a greeting."""
@@ -107,7 +99,9 @@ class TemplateWording:
         self._asked = False  # the turn being answered asked the user something
         self._says_no = False  # the reply being styled turns the system down
         self._asked_politely = False  # the turn being answered asked without pushing
+        self._pushed = False  # the user was pushed or said no earlier this episode
         self._facts_said: set[str] = set()  # the persona's facts the replies told
+        self._unfit: list[re.Pattern[str]] = []  # lines this persona's story rules out
         # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
         self._story_told_once = any(c.situational is not None for c in card.concerns)
         # Tasks whose users have a story to tell when asked what is going on (ESConv, ED).
@@ -125,7 +119,10 @@ class TemplateWording:
         self.replied = []
         self._cores = []
         self.told = False  # the user has told its story (the ``{situation}`` fact)
+        self._pushed = False
         self._facts_said = set()
+        rules = self.card.personas.unfit
+        self._unfit = [line for r in rules if r.applies(persona.facts) for line in r.lines]
 
     def reply(
         self,
@@ -175,6 +172,13 @@ class TemplateWording:
             parts.append(self._fill(template.replace("{concern_voice}", voice)))
 
         reacted = None  # the concern this reply reacts to an answer to
+        # A no for the worry the reply reacts to says what the answer left open, never a warm
+        # reaction and then the worry as if unanswered ("Huh, if it really adds up with
+        # everyone else's, maybe it's not nothing. But I just don't see what a dollar is going
+        # to do."; blind play round 15, P4G seed 143).
+        pushed = "pressure" in events
+        refusing = p.ask and stance not in ("agree", "positive") and not (pushed and asks > 1)
+        no_for = refusal_reason(self.tracker, self.card, pushed) if refusing else None
         if "empty" in events:
             say("empty")
         elif "off_topic" in events:
@@ -194,8 +198,11 @@ class TemplateWording:
                     options = concern.ack_resolved if done else concern.ack_partial
                     # A question about the story is not agreed with (round 14, ED 132, 135, 138).
                     asked = concern.situational is not None and p.question and not p.ask
-                    keep = (lambda o: not AGREES.match(o)) if asked else None
+                    reserve = no_for == cid and not done
+                    keep = fitting_reaction(asked, reserve, self._pushed)
                     parts.append(self._fill(self._react(cid, f"{key}:{cid}", options, keep)))
+                    if reserve:
+                        self.tracker.voice(cid)  # the no says this worry: what is left of it
                     keys.append(key)
                     reacted = cid
                     break
@@ -253,12 +260,12 @@ class TemplateWording:
                         parts.append(self._voice(reason, reservation=True))
                         keys.append("partial")
                         say("refuse")
-                    elif reason is not None and reason == reacted and RESERVATION.search(parts[0]):
-                        # The reaction said what the answer left open; the no does not say the
-                        # same worry again in other words ("Sounds better, but I'm still wary
-                        # after the last promotion burned us. But not yet. I tried one of your
-                        # flash deals before. Never again."; blind play round 12, Merchant
-                        # seed 117).
+                    elif reason is not None and reason == reacted:
+                        # The reaction said what the answer left open (or, with no such line
+                        # left, took the answer in); the no does not say the same worry again
+                        # in other words ("Sounds better, but I'm still wary after the last
+                        # promotion burned us. But not yet. I tried one of your flash deals
+                        # before. Never again."; blind play round 12, Merchant seed 117).
                         say("refuse")
                     else:
                         say("refuse_concern", reason)
@@ -329,7 +336,9 @@ class TemplateWording:
                     say("nothing_left")
                 else:
                     say("greeting" if p.greeting and exchange <= 1 else "inquiry_open")
-            elif p.greeting and not parts:
+            elif p.greeting and not parts and exchange <= 1:
+                # Later on, a warm line ("I'm really glad you reached out.") is not an opening
+                # to answer with the opening story again (round 16, ESConv seed 158).
                 say("greeting")
             elif stance == "refused" and any(e.startswith("anti:") for e in events):
                 say("pushback")
@@ -337,6 +346,7 @@ class TemplateWording:
                 say("positive" if stance == "positive" else "neutral")
         link_refusal(parts, keys)
         self._says_no = any(key in TURNS_AWAY for key in keys[:2])
+        self._pushed = self._pushed or pushed or self._says_no
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
 
     @staticmethod
@@ -347,9 +357,14 @@ class TemplateWording:
         """
         return p.question and p.words > PITCH_WORDS
 
+    def _fits(self, line: str) -> bool:
+        """The line fits this persona's story (the card's ``[[personas.unfit]]`` rules)."""
+        return not any(pattern.search(line) for pattern in self._unfit)
+
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
+        options = tuple(o for o in options if self._fits(o)) or options
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -390,14 +405,18 @@ class TemplateWording:
             if not any(RESERVATION.search(line) for line in unsaid_lines):
                 return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
         if answered:
+            # Said again later, the worry is what the answer left of it (the line nearest the
+            # worry's words), not a reaction to this turn: never "Kids in the rural US too?" to
+            # "Is any part still unclear?" (blind play round 15, P4G seed 144).
             keep = RESERVATION.search if reservation else None
-            return self._react(cid, f"partial:{cid}", reactions, keep)
+            worry = self._rows(concern.voice)
+            return self._react(cid, f"partial:{cid}", reactions, keep, anchor=worry)
         return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
 
     def _fair_to_asker(self, cid: str) -> Callable[[str], object] | None:
         """After a polite ask, prefer lines of the pressure worry that accuse nobody."""
         if cid == "pressure" and self._asked_politely:
-            return lambda line: not _ACCUSES.search(line)
+            return lambda line: not ACCUSES.search(line)
         return None
 
     def _react(
@@ -406,6 +425,7 @@ class TemplateWording:
         key: str,
         options: tuple[str, ...],
         keep: Callable[[str], object] | None = None,
+        anchor: np.ndarray | None = None,
     ) -> str:
         """The reaction to an answer to ``cid`` that fits what the turn said.
 
@@ -416,12 +436,15 @@ class TemplateWording:
         accepted by ``keep``, when any are) the one said is the line whose meaning is closest
         to one of the turn's sentences, measured as a lift over the line's closeness to the
         card's answers to the concern in general (a line near every answer, "I appreciate
-        you not knocking my usual charities", is not thereby near this one).
+        you not knocking my usual charities", is not thereby near this one). With ``anchor``
+        (unit rows) the line is matched to those rows instead of the turn's sentences.
         """
         fresh = [options[i] for i in unsaid(self.used, key, options)]
+        fresh = [o for o in fresh if self._fits(o)] or fresh
         kept = [o for o in fresh if keep(o)] if keep is not None else []
         pool = kept or fresh
-        if len(pool) < 2 or self._turn_rows is None or not self._turn_rows.any():
+        anchor = self._turn_rows if anchor is None else anchor
+        if len(pool) < 2 or anchor is None or not anchor.any():
             return self._pick(key, options, lambda o: o in pool)
         # How warm the reaction sounds is the mood of the moment, drawn as before; only its
         # content follows the turn. The success judge reads the stance a reply states: picking
@@ -432,7 +455,7 @@ class TemplateWording:
         pool = [o for o in pool if classify_stance(o, self.card) == tone]
         answers = self.analyzer.prototypes("unlock", cid)
         rows = self._rows(tuple(pool))
-        lift = (rows @ self._turn_rows.T).max(axis=1) - (rows @ answers.T).mean(axis=1)
+        lift = (rows @ anchor.T).max(axis=1) - (rows @ answers.T).mean(axis=1)
         # Lines about as close as the best are equally fitting: one of them, at random (the
         # same turn to thirty personas is not met with one stock line).
         fitting = {o for o, value in zip(pool, lift, strict=True) if value >= lift.max() - _FIT}

@@ -125,7 +125,7 @@ def test_one_polite_ask_is_not_called_pushing(env_id: str) -> None:
     """Round 13 (P4G seeds 120, 121, 126; Merchant 121; Courier 122): a single ask with an
     opt-out got "I get uncomfortable when people lean on me about donations." The user whose
     dislike of pressure still holds it back says it needs to decide alone, accusing no one."""
-    from dialogue_gym.users.wording import _ACCUSES
+    from dialogue_gym.users.style import ACCUSES, EASED
 
     env = dialogue_gym.make(env_id, encoder="hashing", privileged=True)
     pressure = env.unwrapped.card.concern("pressure")
@@ -143,10 +143,13 @@ def test_one_polite_ask_is_not_called_pushing(env_id: str) -> None:
         )
         if "pressure" in events:
             continue  # read as pushing after all: the accusing lines stay fair
-        lines = [line for line in pressure.voice if line in reply]
+        # The worry said, or a reaction that says what is left of it (a no for this worry).
+        heard = pressure.voice + pressure.ack_partial
+        lines = [line for line in heard if line.lower() in reply.lower()]
         if lines:
             said += 1
-            assert not _ACCUSES.search(lines[0]), (seed, reply)
+            assert not ACCUSES.search(lines[0]), (seed, reply)
+            assert not EASED.search(lines[0]), (seed, reply)  # nobody pushed: no "backing off"
     assert said > 0
 
 
@@ -240,3 +243,23 @@ def test_an_announcing_opener_never_comes_before_a_reply_that_goes_on() -> None:
         assert add_style(text, candid, _first, _Always(), asked=False) == text  # type: ignore[arg-type]
     said = add_style("I give locally.", candid, _first, _Always(), asked=False)  # type: ignore[arg-type]
     assert said == "To be candid: I give locally."
+
+
+def test_openers_and_closers_fit_the_reply_they_dress() -> None:
+    """Blind play round 16: "Look. Alright, if I control the flow, the kitchen won't drown."
+    (Merchant seed 158), "Understood." before the answer to "How have your weekends been going?"
+    (seeds 153, 159), "Sorry, I talk too much." after a short reply (Courier seed 151)."""
+    look = Style(id="l", tone="", openers=("Look. ",), closers=())
+    noted = Style(id="n", tone="", openers=("Understood. ",), closers=())
+    chatty = Style(id="c", tone="", openers=("",), closers=(" Sorry, I talk too much.",))
+    agree = "Alright, that works for us."
+    always = _Always()
+    assert add_style(agree, look, _first, always, asked=False, gives_ground=True) == agree  # type: ignore[arg-type]
+    assert add_style(agree, look, _first, always, asked=False).startswith("Look.")  # type: ignore[arg-type]
+    worry = "Every time the platform offers something, there's a catch."
+    assert add_style(worry, noted, _first, always, asked=True) == worry  # type: ignore[arg-type]
+    assert add_style(worry, noted, _first, always, asked=False).startswith("Understood.")  # type: ignore[arg-type]
+    short = "So it's a no for now."
+    assert add_style(short, chatty, _first, always, asked=False) == short  # type: ignore[arg-type]
+    long = " ".join(["By the time I've paid for fuel and parking there's not much left,"] * 3)
+    assert add_style(long, chatty, _first, always, asked=False).endswith("talk too much.")  # type: ignore[arg-type]

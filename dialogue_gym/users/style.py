@@ -50,6 +50,16 @@ def _says_again(closer: str, text: str) -> bool:
     return word is not None and re.search(rf"\b{word.group(1)}\b", text, re.I) is not None
 
 
+_SQUARES_UP = re.compile(r"\W*(look|listen)\b", re.I)
+"""Openers that square up to an objection: not before a reply that gives ground ("Look.
+Alright, if I control the flow, the kitchen won't drown."; round 16, Merchant seed 158)."""
+_NOTES = re.compile(r"\W*(understood|i see|noted)\b", re.I)
+"""Openers that take in a statement: not before the answer to a question ("Understood." to
+"How have your weekends been going?"; round 16, Merchant seeds 153, 159)."""
+_SORRY_LONG = re.compile(r"talk too much|rambl|i'?m a lot|unloading all this", re.I)
+"""Closers that apologize for a long reply: only after one (round 16, Courier seed 151)."""
+_LONG_REPLY = 25
+"""Words from which a reply is long enough to apologize for."""
 _LEADS_ON = re.compile(r"\W*(so|but|and|also|anyway|still)\b", re.I)
 """A reply that opens by going on from something said before."""
 
@@ -63,6 +73,7 @@ def add_style(
     asked: bool,
     closer: bool = True,
     turning_away: bool = False,
+    gives_ground: bool = False,
 ) -> str:
     """Adds a persona's opener and closer (each sometimes) and its casing to a reply.
 
@@ -76,6 +87,8 @@ def add_style(
             closers would hedge it: "$0.25 it is. We'll see.").
         turning_away: The reply says no: only then may it end with one of the style's
             sign-offs ("Thank you for your time."), which close a conversation.
+        gives_ground: The reply concedes or agrees: no opener that squares up to an
+            objection ("Look. Alright, if I control the flow, ...").
 
     A reply that ends with a question takes no closer: the question hands the turn over
     ("Are those new people, though? I hope you understand.", blind play round 12, Merchant
@@ -84,7 +97,8 @@ def add_style(
     if rng.random() < 0.45:
         opener = pick("opener", style.openers)
         announces = opener.rstrip().endswith(":") and _LEADS_ON.match(text)
-        if _starts_alike(opener, text) or _GREETS.match(text) or announces:
+        misfits = (gives_ground and _SQUARES_UP.match(opener)) or (asked and _NOTES.match(opener))
+        if _starts_alike(opener, text) or _GREETS.match(text) or announces or misfits:
             # "Oh! Oh, I didn't know ..." stutters; "I see. Hi!" or "Ok. Hey, thanks for
             # reaching out." reacts to nothing before the greeting (blind play round 13, CB
             # seeds 123, 125); "To be candid: So I don't have to choose ..." announces a
@@ -107,6 +121,7 @@ def add_style(
             (asked or not re.search(r"\bask", ending, re.I))
             and not _starts_alike(text, ending)
             and not _says_again(ending, text)
+            and not (_SORRY_LONG.search(ending) and len(text.split()) < _LONG_REPLY)
         ):
             text = text.rstrip() + ending  # not "Thank you for your message. ... Thank you."
     return text.lower() if style.lowercase else text

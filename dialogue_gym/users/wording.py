@@ -545,6 +545,7 @@ class TemplateWording:
             asked=self._asked,
             closer=key not in CONCEDING,
             turning_away=self._says_no or key in TURNS_AWAY,
+            gives_ground=key in CONCEDING,
         )
 
     def realize_act(self, act: str, system_text: str = "", exchange: int = 0) -> str:

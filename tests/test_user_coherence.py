@@ -612,13 +612,28 @@ def test_a_user_seat_saying_the_simulators_words_leaves_the_same_worries(env_id)
             ), (seed, seat.unwrapped.history)
 
 
-def test_an_ask_after_answering_the_users_own_question_is_no_pressure():
+def test_an_ask_after_answering_the_users_own_question_is_no_pressure(p4g: Any) -> None:
     """Blind play round 11, P4G seed 102: "But no, thanks. Can I choose how much?" — the
     player answered, then asked once, and got "Wow, that's pretty pushy. No." The user asked
-    the question: the conversation went on at its own bidding."""
-    env, replies = replay_blind("P4G-hard", 102, 5, "v11")
-    pushback = [line.lower() for line in env.unwrapped.card.replies["pushback"]]
-    assert not any(line in replies[-1].lower() for line in pushback), replies[-1]
+    the question: the conversation went on at its own bidding. (Built here rather than
+    replayed: the round's transcript no longer draws a question from today's users.)"""
+    opener = "Hi! I'd like to tell you about Save the Children. Have you heard of them?"
+    answer = (
+        "You can give any amount you like, from one cent to the whole $2; it comes out of your "
+        "task payment and the research team forwards it in full."
+    )
+    again = "Would you consider giving a small amount, maybe a few cents? No is fine too."
+    pushback = [line.lower() for line in p4g.card.replies["pushback"]]
+    seen = 0
+    for seed in range(40):
+        first = _play(p4g, [opener, POLITE], seed)
+        if p4g.user.decision != "refused" or "?" not in first[-1]["reply"]:
+            continue  # only a no that asks the system something
+        steps = _play(p4g, [opener, POLITE, answer, again], seed)
+        seen += 1
+        assert "pressure" not in steps[-1]["events"], steps
+        assert not any(line in steps[-1]["reply"].lower() for line in pushback), steps[-1]
+    assert seen >= 3, f"only {seen} refusals that asked something in 40 seeds"
 
 
 @pytest.mark.parametrize("seed", [107, 109])

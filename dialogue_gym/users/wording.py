@@ -251,7 +251,7 @@ class TemplateWording:
                     # seeds 133, 135).
                     say("pushback_ask" if "pushback_ask" in replies else "pushback")
                 elif self._top_concern() is not None:
-                    reason = refusal_reason(self.tracker, self.card, "pressure" in events)
+                    reason = no_for
                     state = self.tracker.states.get(reason) if reason else None
                     if reason and state and not parts and state.voiced and state.progress > 0:
                         # The worry was answered in part: the user says how far the answer got
@@ -406,8 +406,9 @@ class TemplateWording:
                 return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
         if answered:
             # Said again later, the worry is what the answer left of it (the line nearest the
-            # worry's words), not a reaction to this turn: never "Kids in the rural US too?" to
-            # "Is any part still unclear?" (blind play round 15, P4G seed 144).
+            # worry's words), not a reaction to this turn: not "Kids in the rural US too?" (a
+            # reaction to an earlier answer) to "Is any part still unclear?" (blind play round
+            # 15, P4G seed 144, replayed).
             keep = RESERVATION.search if reservation else None
             worry = self._rows(concern.voice)
             return self._react(cid, f"partial:{cid}", reactions, keep, anchor=worry)

@@ -364,7 +364,8 @@ class TemplateWording:
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
-        options = tuple(o for o in options if self._fits(o)) or options
+        if self._unfit:  # most personas have none: no work on every pick
+            options = tuple(o for o in options if self._fits(o)) or options
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -441,7 +442,8 @@ class TemplateWording:
         (unit rows) the line is matched to those rows instead of the turn's sentences.
         """
         fresh = [options[i] for i in unsaid(self.used, key, options)]
-        fresh = [o for o in fresh if self._fits(o)] or fresh
+        if self._unfit:
+            fresh = [o for o in fresh if self._fits(o)] or fresh
         kept = [o for o in fresh if keep(o)] if keep is not None else []
         pool = kept or fresh
         anchor = self._turn_rows if anchor is None else anchor

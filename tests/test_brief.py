@@ -31,3 +31,17 @@ def test_brief_section_is_validated() -> None:
         parse_card({**data, "brief": {"facts": [""]}})
     card = parse_card({k: v for k, v in data.items() if k != "brief"})
     assert card.brief == () and card.system_brief == card.goal
+
+
+def test_the_cb_buyer_is_told_the_facts_behind_each_reason_it_can_give() -> None:
+    """An honest buyer argues a budget, cheaper listings or a cash pickup only if it has them.
+
+    The seller's flaw is disclosed in the dialogue; the buyer's own situation must be in the
+    brief, or only an agent reciting the card's sentences ("I'm a student ...") can argue it.
+    """
+    from dialogue_gym.text.cue_search import any_cue
+
+    card = dialogue_gym.make("CB-hard", encoder="hashing").card
+    for cid in ("market", "convenience", "budget"):
+        cues = card.concern(cid).unlock_cues
+        assert any(any_cue(cues, fact) for fact in card.brief), cid

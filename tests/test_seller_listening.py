@@ -4,7 +4,8 @@
   shows through, so a listening buyer can take it up; it is not acknowledged as if it counted.
 * A fresh reason made beside one the seller has given all it will for takes the turn's credit.
 * A bare offer per month is no budget reason.
-* A question about the item asked beside an offer gets an answer.
+* A question about the item asked beside an offer gets an answer; a request to have the item
+  checked gets a yes, a question of when to come by an answer (round 16).
 * A rental is not a sale; a reply is not a stitch of fragments ("Okay, so True, ...").
 """
 
@@ -337,3 +338,60 @@ def test_the_flaw_taken_up_in_one_sentence_of_several_is_argued():
     env.step({"system": turns[1]})
     progress = {cid: arg.progress for cid, arg in env.unwrapped.user.arguments.items()}
     assert progress["condition"] == 1, progress
+
+
+def test_a_request_to_have_the_item_checked_gets_a_yes(card, make_seller):
+    """Round 16, CB seed 159: "would you be okay with me having the check-engine code read
+    before buying?" was passed over twice; a seller lets a buyer look before paying."""
+    replies = card.extra["seller"]["replies"]
+    for listing, key, turn_text in (
+        (
+            reading.CAR,
+            "inspection_cars",
+            "Would you be okay with me having the code read at a shop first? I could do $5,600.",
+        ),
+        (PHONE, "inspection", "Could I see it in person first? I could do $300."),
+        (APARTMENT, "inspection_housing", "Could I see the room first? I could do $1,150 a month."),
+    ):
+        seller = make_seller(listing=listing)
+        seller.respond(GREETING)
+        turn = seller.respond(turn_text)
+        assert any(line.lower() in turn.text.lower() for line in replies[key]), turn.text
+        plain = make_seller(listing=listing, seed=3)
+        plain.respond(GREETING)
+        turn = plain.respond("I could do a little less than that. Would that work for you?")
+        assert not any(line.lower() in turn.text.lower() for line in replies[key]), turn.text
+
+
+def test_a_deal_answers_when_to_come_by_instead_of_asking_it_back(card, make_seller):
+    """Round 16, CB seed 153: "let me know when I can come by with the cash" was met with
+    "Deal at $350. When can you pick it up?"."""
+    timing = [line.lower() for line in card.extra["seller"]["replies"]["timing"]]
+    for seed in range(4):
+        seller = make_seller(listing=PHONE, concerns=(("convenience", 0.9),), seed=seed)
+        seller.respond(GREETING)
+        price = seller.negotiation.stated_ask
+        turn = seller.respond(f"Deal at ${price:,.0f}. When can I come by with the cash?")
+        assert "deal" in turn.events, turn.events
+        assert "?" not in turn.text, turn.text
+        assert any(line in turn.text.lower() for line in timing), turn.text
+
+
+def test_a_question_the_seller_asked_is_not_asked_again(make_seller):
+    """Round 16, CB seed 156: "Is this for you or for someone else?" after "What are you going
+    to use it for?" had been answered ("It would be my daily commuter")."""
+    for seed in range(6):
+        seller = make_seller(listing=reading.CAR, concerns=(("budget", 0.9),), seed=seed)
+        said = [seller.respond(GREETING).text]
+        for text in (
+            "It has some wear on the bumper, so would you take $5,000?",
+            "It would be my daily commuter. Given the dent, could you do $5,200?",
+            "The bumper would need bodywork, so $5,300?",
+        ):
+            said.append(seller.respond(text).text)
+        questions = [
+            q
+            for q in re.findall(r"[^.!?]*\?", " ".join(said).lower())
+            if re.search(r"\b(use it for|for you or|spend|budget)\b", q)
+        ]
+        assert len(questions) <= 1, said

@@ -113,6 +113,8 @@ class SellerDecision:
         # do $360."): answered as well as the seller can, not passed over.
         step.item_question = reader.item_question(p, text)
         step.condition_question = p.question and reader.cue("condition_question", text)
+        step.inspection = reader.cue("inspection_request", text)
+        step.when_asked = reader.cue("timing_question", text)
         if offer is not None or p.ask:
             events.append("ask")
         if repetition:

@@ -76,6 +76,8 @@ class TurnEffect:
     dismissed: str | None = None  # a reason heard that this seller gives no weight
     asked: bool = False  # the buyer's turn asked a question
     item_question: bool = False  # ... and one of its questions is about the item, not the deal
+    inspection: bool = False  # the buyer asks to see or have the item checked before paying
+    when_asked: bool = False  # the buyer asks when it can come by
 
 
 @dataclasses.dataclass

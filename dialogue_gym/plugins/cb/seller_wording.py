@@ -46,6 +46,8 @@ The best I can do right now is $290." for the $290 of the turn before; round 13,
 _ASKS_MONEY = re.compile(r"\b(spend|budget)\b", re.I)
 """A voice line asking what the buyer means to spend."""
 _SURPRISED = re.compile(r"\b(didn'?t|did not) (realize|know)\b", re.I)
+_ANSWERS_QUESTIONS = ("counter", "ack", "dismissed", "haggled")
+"""The kinds of reply that answer a question asked beside the turn's offer or reason."""
 
 
 class SellerReplyWriter(Protocol):
@@ -123,6 +125,15 @@ class SellerWording:
         asks_nothing = (lambda line: not _ASKS_MONEY.search(line)) if state.money_named else None
         return self._pick(f"voice:{cid}", options, prefer=asks_nothing)
 
+    def _asked_already(self, cid: str, state: NegotiationState) -> bool:
+        """The seller brought ``cid`` up as a question, and saying it again would ask it again.
+
+        "Is this for you or for someone else?" after "What are you going to use it for?" was
+        answered ("It would be my daily commuter"; blind play round 16, CB seed 156).
+        """
+        lines = self.card.concern(cid).voice
+        return state.arguments[cid].voiced and all(line.rstrip().endswith("?") for line in lines)
+
     def _top_concern(self, state: NegotiationState, voiced_too: bool = False) -> str | None:
         """The persona's strongest concern the buyer has not pressed and the seller not voiced.
 
@@ -170,6 +181,9 @@ class SellerWording:
         self, key: str, step: TurnEffect, state: NegotiationState, price: float | None = None
     ) -> str:
         options = self._options(key, state)
+        if step.when_asked and key in ("agree", "cave"):
+            # The buyer asked when to come: the seller answers (``timing``), not asks it back.
+            options = tuple(t for t in options if "?" not in t) or options
         if step.offer is None:
             options = tuple(t for t in options if "{offer}" not in t) or options
         if not step.moved:
@@ -198,6 +212,8 @@ class SellerWording:
         kind = step.kind
         if kind in ("agree", "cave", "after_deal"):
             parts.append(self._reply(kind, step, state, price=state.deal_price))
+            if step.when_asked:
+                parts.append(self._reply("timing", step, state))
         elif kind in ("walk_away", "after_walk", "haggled"):
             parts.append(self._reply(kind, step, state))
         elif kind in ("refuse", "pushback"):
@@ -214,7 +230,7 @@ class SellerWording:
             if self._options(f"dismiss_{step.dismissed}", state):
                 parts.append(self._reply(f"dismiss_{step.dismissed}", step, state))
             matters = self._top_concern(state, voiced_too=True)
-            if matters is not None:
+            if matters is not None and not self._asked_already(matters, state):
                 parts.append(self._fill(self.voice(matters, state), step, state))
             parts.append(self._counter(step, state))
         elif kind == "inquiry":
@@ -234,7 +250,11 @@ class SellerWording:
                 parts.append(self._reply(kind, step, state))
         else:  # a counter to an offer
             parts.append(self._counter(step, state))
-        if step.item_question and kind in ("counter", "ack", "dismissed", "haggled"):
+        if step.inspection and kind in (*_ANSWERS_QUESTIONS, "agree"):
+            # "Would you be okay with me having the code read first?" gets a yes, not a price
+            # alone (blind play round 16, CB seed 159, asked twice and passed over twice).
+            parts.insert(int(first), self._reply("inspection", step, state))
+        elif step.item_question and kind in _ANSWERS_QUESTIONS:
             parts.insert(int(first), self._item_answer(step, state))
         text = " ".join(p for p in parts if p)
         # No closer after a deal: "It's a deal at $390. Let me know when you're coming. Thanks."

@@ -452,7 +452,14 @@ class UtteranceAnalyzer:
         # ... or a goodbye: "You too!" is far from every task sentence and still an answer
         # (to "Have a good one"), not a non sequitur (blind play round 10, P4G seed 91).
         farewell = read is not None and "farewell" in read.leading
-        off_topic = float(sims.max()) < self.off_topic_threshold and not (lexical or farewell)
+        # ... or a sentence that reads as one of the concerns: a long turn full of the user's own
+        # particulars is far from every task sentence as a whole ("a double charge and an hour
+        # wasted on hold are real problems, and your annoyance is a fair response to them" was
+        # met with "huh? sorry, i lost you there."; blind play round 17, ED seed 163).
+        on_concern = read is not None and any(c.id in read.leading for c in self.card.concerns)
+        off_topic = float(sims.max()) < self.off_topic_threshold and not (
+            lexical or farewell or on_concern
+        )
         words = len(re.findall(r"\w+", view))
         return Perception(
             embedding,

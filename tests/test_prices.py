@@ -165,6 +165,8 @@ OFFERS = [
     ("I'll pay $4​50", 500, 450),  # a zero-width space inside the number
     ("I'll pay $４５０", 500, 450),  # fullwidth digits
     ("I'll pay $450 or forget it", 500, 450),  # an ultimatum, not a take-back
+    ("I can't do $370, but I could do $340.", 370, 340),  # a price turned down
+    ("I won't pay $400 for it. How about $350?", 400, 350),
 ]
 
 
@@ -180,6 +182,11 @@ def test_offer_in_picks_the_proposed_price(text, reference, expected):
         "What condition is it in?",
         "I saw one listed for $250 last week.",  # only a cited price
         "It's a 2016 model with 2 batteries.",
+        # Turned down, not offered (blind play round 17, CB seeds 160 and 166: the seller
+        # closed "deal at $370" on "I'll pass at $370").
+        "Got it, thanks. I'll pass at $370, but I wish you a smooth sale.",
+        "I'll have to pass on it at $390. Good luck with the sale.",
+        "Sorry, I can't do $380.",
     ],
 )
 def test_offer_in_is_none_without_a_proposal(text):

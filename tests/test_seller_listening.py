@@ -395,3 +395,18 @@ def test_a_question_the_seller_asked_is_not_asked_again(make_seller):
             if re.search(r"\b(use it for|for you or|spend|budget)\b", q)
         ]
         assert len(questions) <= 1, said
+
+
+def test_a_buyer_who_passes_at_the_price_is_let_go_not_sold_to(card, make_seller):
+    """Round 17, CB seeds 160 and 166: "I'll pass at $370" was read as an offer of $370 and the
+    seller closed "deal at $370"; a goodbye was answered "You're almost there"."""
+    parting = card.extra["seller"]["replies"]["parting"]
+    for seed in range(4):
+        seller = make_seller(listing=PHONE, seed=seed)
+        seller.respond(GREETING)
+        price = seller.negotiation.stated_ask
+        turn = seller.respond(f"Thanks, but I'll pass at ${price:,.0f}. Good luck with the sale.")
+        assert "deal" not in turn.events, turn.text
+        assert seller.negotiation.deal_price is None
+        heads = [line.split("{price}")[0].strip().lower() for line in parting]
+        assert any(head and head in turn.text.lower() for head in heads), turn.text

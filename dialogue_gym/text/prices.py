@@ -80,7 +80,11 @@ _CITED_NEAR = re.compile(
     r"\b(?:instead of|rather than|down from|up from|from|not|i said|i offered|you offered|"
     # A bound, not a price: "is there any number under $240 you'd be comfortable with?" (the
     # seller had closed at $240 on a $225 offer; blind play round 13, CB seeds 121, 123).
-    r"under|below|beneath|less than|lower than|short of)"
+    r"under|below|beneath|less than|lower than|short of|"
+    # A price turned down: "I'll pass at $370" is no offer of $370 (the seller closed on it;
+    # blind play round 17, CB seeds 160, 166).
+    r"pass(?: on (?:it|that|this))? (?:at|for)|can'?t (?:do|go to|pay|manage)|"
+    r"won'?t (?:pay|do|go to)|cannot (?:do|go to|pay))"
     r"\s*(?:\w+\s+)?$",
     re.IGNORECASE,
 )

@@ -115,6 +115,8 @@ class SellerDecision:
         step.condition_question = p.question and reader.cue("condition_question", text)
         step.inspection = reader.cue("inspection_request", text)
         step.when_asked = reader.cue("timing_question", text)
+        farewell = p.meaning is not None and "farewell" in p.meaning.leading
+        step.parting = offer is None and not accept and (farewell or reader.cue("parting", text))
         if offer is not None or p.ask:
             events.append("ask")
         if repetition:
@@ -153,7 +155,8 @@ class SellerDecision:
         # come with a charger?").
         states_reason = p.meaning is not None and bool(p.meaning.leading & set(state.arguments))
         inquiry = p.question and not bargaining and not states_reason
-        gain = 0.0 if repetition or inquiry else self._credit(state, p, step)
+        # A goodbye argues nothing ("Good luck with the sale" is no point about the market).
+        gain = 0.0 if repetition or inquiry or step.parting else self._credit(state, p, step)
         state.addressed_last = list(step.addressed)
         quoted = state.stated_ask
         if gain > 0:

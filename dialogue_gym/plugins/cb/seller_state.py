@@ -78,6 +78,7 @@ class TurnEffect:
     item_question: bool = False  # ... and one of its questions is about the item, not the deal
     inspection: bool = False  # the buyer asks to see or have the item checked before paying
     when_asked: bool = False  # the buyer asks when it can come by
+    parting: bool = False  # the buyer takes its leave without an offer ("I'll pass. Good luck.")
 
 
 @dataclasses.dataclass

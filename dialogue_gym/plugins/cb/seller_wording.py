@@ -248,6 +248,10 @@ class SellerWording:
         elif kind in ("offtopic", "empty", "repetition"):
             if not (first and kind == "offtopic"):
                 parts.append(self._reply(kind, step, state))
+        elif step.parting and self._options("parting", state):
+            # A buyer who says goodbye is not met with "You're almost there. $260 and we can wrap
+            # this up." (blind play round 17, CB seeds 160, 166): the price stands, if it returns.
+            parts.append(self._reply("parting", step, state))
         else:  # a counter to an offer
             parts.append(self._counter(step, state))
         if step.inspection and kind in (*_ANSWERS_QUESTIONS, "agree"):

@@ -170,6 +170,9 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "personas.unfit[].fact": ("ed", [*BAD_STR, "", "no_such_slot"]),
     "personas.unfit[].when": ("ed", [*BAD_REGEXES, []]),
     "personas.unfit[].lines": ("ed", [*BAD_REGEXES, []]),
+    "personas.paired": ("ed", BAD_TABLE),
+    # Not a slot, the slot itself, or a slot of another length (first_names is no slot).
+    "personas.paired.*": ("ed", [*BAD_STR, "", "no_such_slot", "rest", "first_names"]),
     "mind": ("p4g", BAD_TABLE),
     "mind.*": ("p4g", BAD_STR),
     "presets": ("merchant", BAD_TABLE),
@@ -228,6 +231,7 @@ _WILDCARDS = (
     "replies",
     "mind",
     "personas.slots",
+    "personas.paired",
     "presets",
     "presets.*",
     "seller.presets",
@@ -466,3 +470,20 @@ def test_a_persona_whose_story_a_line_does_not_fit_never_says_it() -> None:
             assert not said & set(lines), (facts, said)
             return
     raise AssertionError("no happy speaker in 60 seeds")
+
+
+def test_a_paired_slot_is_the_rest_of_its_leads_value() -> None:
+    """``[personas.paired]``: an ED speaker's ``rest`` goes with *its* ``situation`` (the same
+    index), and a card without pairs draws the same bank as before the field existed."""
+    from dialogue_gym.users.persona import persona_bank
+
+    card = load_card("ed")
+    assert card.personas.paired == {"rest": "situation"}
+    slots = card.personas.slots
+    for persona in persona_bank(card)[:40]:
+        index = slots["situation"].index(persona.facts["situation"])
+        assert persona.facts["rest"] == slots["rest"][index]
+    data = shipped("ed")
+    short = inject(data, ("personas", "slots", "rest"), slots["rest"][:-1])
+    with pytest.raises(CardError, match=r"personas\.paired\.rest: 63 values for the 64"):
+        parse_card(short)

@@ -132,6 +132,9 @@ class PersonaIngredients:
             reply templates may also use as ``{slot}`` placeholders).
         ages: Inclusive age range.
         unfit: Reply lines that cannot fit some personas (``[[personas.unfit]]``).
+        paired: Slot → the slot it goes with (``[personas.paired]``): a paired slot takes the
+            value at the index drawn for its lead, so the two lists are read side by side
+            (an ED speaker's ``rest`` of the story is the rest of *its* ``situation``).
     """
 
     count: int
@@ -141,6 +144,7 @@ class PersonaIngredients:
     slots: Mapping[str, tuple[str, ...]]
     ages: tuple[int, int] = (19, 71)
     unfit: tuple[UnfitLines, ...] = ()
+    paired: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +305,7 @@ def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
             if not value:
                 raise CardError(f"{where}.{key}: expected at least one regex")
         unfit.append(UnfitLines(fact, when, lines))
+    paired = _paired_slots(p, slots)
     return PersonaIngredients(
         count=schema.integer(p, "count", "personas", 1, schema.MAX_PERSONAS),
         seed=schema.integer(p, "seed", "personas", 0, schema.MAX_SEED),
@@ -309,7 +314,25 @@ def _persona_ingredients(p: Mapping[str, Any]) -> PersonaIngredients:
         slots=slots,
         ages=(low, high),
         unfit=tuple(unfit),
+        paired=paired,
     )
+
+
+def _paired_slots(p: Mapping[str, Any], slots: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """``[personas.paired]``: slot → its lead slot, both of the same length, the lead unpaired."""
+    table = schema.table(p, "paired", "personas", default={})
+    paired = {slot: schema.text(table, slot, "personas.paired", empty=False) for slot in table}
+    for slot, lead in paired.items():
+        where = f"personas.paired.{slot}"
+        if slot not in slots or lead not in slots:
+            raise CardError(f"{where}: {slot!r} and {lead!r} must be slots; slots: {sorted(slots)}")
+        if lead == slot or lead in paired:
+            raise CardError(f"{where}: the lead {lead!r} must be another, unpaired slot")
+        if len(slots[slot]) != len(slots[lead]):
+            raise CardError(
+                f"{where}: {len(slots[slot])} values for the {len(slots[lead])} of {lead!r}"
+            )
+    return paired
 
 
 def _target(target: Mapping[str, Any]) -> BDI:

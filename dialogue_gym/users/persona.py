@@ -81,7 +81,15 @@ def persona_bank(card: TaskCard) -> tuple[Persona, ...]:
         name = ing.first_names[int(rng.integers(len(ing.first_names)))]
         age = int(rng.integers(ing.ages[0], ing.ages[1] + 1))
         template = ing.background_templates[int(rng.integers(len(ing.background_templates)))]
-        facts = {slot: values[int(rng.integers(len(values)))] for slot, values in ing.slots.items()}
+        # One draw per slot, in order; a paired slot takes its lead's index (and no draw, so
+        # the banks of cards without pairs are what they were).
+        drawn = {
+            slot: int(rng.integers(len(values)))
+            for slot, values in ing.slots.items()
+            if slot not in ing.paired
+        }
+        drawn.update({slot: drawn[lead] for slot, lead in ing.paired.items()})
+        facts = {slot: values[drawn[slot]] for slot, values in ing.slots.items()}
         background = template.format(name=name, age=age, **facts)
         k = int(rng.choice(_CONCERN_COUNTS, p=_CONCERN_COUNT_PROBS))
         chosen = rng.choice(len(concern_ids), size=min(k, len(concern_ids)), replace=False)

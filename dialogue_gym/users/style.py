@@ -12,7 +12,7 @@ before it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -244,6 +244,11 @@ def link_refusal(parts: list[str], keys: list[str]) -> None:
         # "... But no."
         follows = keys[1] == "refuse" and RESERVATION.search(parts[0])
         parts[1] = f"{'So' if follows else 'But'} {second}"
+
+
+def fits(line: str, unfit: Sequence[re.Pattern[str]]) -> bool:
+    """``line`` matches none of a persona's ``unfit`` patterns (``[[personas.unfit]]``)."""
+    return not any(pattern.search(line) for pattern in unfit)
 
 
 def fitting_reaction(asked: bool, reserve: bool, pushed: bool) -> Callable[[str], bool]:

@@ -34,6 +34,7 @@ from dialogue_gym.users.style import (
     RESERVATION,
     TURNS_AWAY,
     add_style,
+    fits,
     fitting_reaction,
     link_refusal,
     opening,
@@ -102,8 +103,8 @@ class TemplateWording:
         self._pushed = False  # the user was pushed or said no earlier this episode
         self._facts_said: set[str] = set()  # the persona's facts the replies told
         self._unfit: list[re.Pattern[str]] = []  # lines this persona's story rules out
-        # Tasks whose concerns are met by the user's own story (ED) tell it once, early.
-        self._story_told_once = any(c.situational is not None for c in card.concerns)
+        self._story_told_once = any(c.situational is not None for c in card.concerns)  # ED
+        self._told_once = frozenset(card.personas.paired)  # facts a reply tells at most once
         # Tasks whose users have a story to tell when asked what is going on (ESConv, ED).
         self._tells_story = any("{situation}" in t for t in card.replies.get("inquiry_open", ()))
 
@@ -357,15 +358,15 @@ class TemplateWording:
         """
         return p.question and p.words > PITCH_WORDS
 
-    def _fits(self, line: str) -> bool:
-        """The line fits this persona's story (the card's ``[[personas.unfit]]`` rules)."""
-        return not any(pattern.search(line) for pattern in self._unfit)
-
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
     ) -> str:
         if self._unfit:  # most personas have none: no work on every pick
-            options = tuple(o for o in options if self._fits(o)) or options
+            options = tuple(o for o in options if fits(o, self._unfit)) or options
+        if self._told_once:  # the rest of a story: told when a reply can, then never again
+            tells = tuple(o for o in options if self._told_once & set(_SLOT.findall(o)))
+            told = self._told_once & self._facts_said
+            options = (tuple(o for o in options if o not in tells) if told else tells) or options
         if self._story_told_once:
             # A speaker whose story is what the listener must hear tells it once, as soon as a
             # reply can: before that the wordings that tell it, after it the ones that do not
@@ -443,7 +444,7 @@ class TemplateWording:
         """
         fresh = [options[i] for i in unsaid(self.used, key, options)]
         if self._unfit:
-            fresh = [o for o in fresh if self._fits(o)] or fresh
+            fresh = [o for o in fresh if fits(o, self._unfit)] or fresh
         kept = [o for o in fresh if keep(o)] if keep is not None else []
         pool = kept or fresh
         anchor = self._turn_rows if anchor is None else anchor

@@ -377,6 +377,36 @@ def test_a_deal_answers_when_to_come_by_instead_of_asking_it_back(card, make_sel
         assert any(line in turn.text.lower() for line in timing), turn.text
 
 
+def test_the_yes_to_an_inspection_is_said_once(card, make_seller):
+    """Round 17, CB seed 163: a buyer naming its mechanic check in every offer got "Of course,
+    have it checked first. I've got nothing to hide." six times."""
+    lines = [line.lower() for line in card.extra["seller"]["replies"]["inspection_cars"]]
+    seller = make_seller(listing=reading.CAR)
+    said = [seller.respond(GREETING).text.lower()]
+    for price in ("5,000", "5,200", "5,400"):
+        text = f"Could I have a mechanic look at it first? I could do ${price}."
+        said.append(seller.respond(text).text.lower())
+    assert sum(any(line in reply for line in lines) for reply in said) == 1, said
+
+
+def test_what_the_buyer_said_unasked_is_not_asked(make_seller):
+    """Round 17, CB seed 165: "What are you going to use it for?" right after "I'd be
+    commuting on it daily"."""
+    for seed in range(6):
+        seller = make_seller(listing=reading.BIKE, concerns=(("budget", 0.9),), seed=seed)
+        said = []
+        for text in (
+            "Hi! Is it still available? I'd be commuting on it daily.",
+            # A reason this seller gives no weight: set aside, and what matters to it (the
+            # budget) shows through; not as a question the buyer has answered.
+            "Similar ones nearby are listed for less. Would you take $400?",
+            "I've seen the same model for less on Marketplace. Could you do $420?",
+        ):
+            said.append(seller.respond(text).text)
+        asks = re.findall(r"[^.!?]*\b(?:use it for|for you or)\b[^.!?]*\?", " ".join(said))
+        assert not asks, said
+
+
 def test_a_question_the_seller_asked_is_not_asked_again(make_seller):
     """Round 16, CB seed 156: "Is this for you or for someone else?" after "What are you going
     to use it for?" had been answered ("It would be my daily commuter")."""

@@ -77,6 +77,7 @@ class SellerDecision:
         text, reading = view.text, view.reading
         # Once a price or a budget was named, the seller does not ask what the buyer means to spend.
         state.money_named = state.money_named or view.names_money
+        state.use_named = state.use_named or reader.cue("use_named", text)
         reopened = False
         if state.deal_price is not None:
             if not self._misread_deal(state, reading):

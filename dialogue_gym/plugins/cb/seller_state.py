@@ -108,6 +108,7 @@ class NegotiationState:
     decision: str = "neutral"
     opened: bool = False
     money_named: bool = False  # the buyer has named a price or its budget
+    use_named: bool = False  # the buyer has said what the item is for (or who)
     addressed_last: list[str] = dataclasses.field(default_factory=list)
     voiced_now: list[str] = dataclasses.field(default_factory=list)  # this reply's concerns
     focus: frozenset[str] = frozenset()  # the concerns the last reply brought up

@@ -45,7 +45,17 @@ _PROMISES_MOVE = re.compile(
 The best I can do right now is $290." for the $290 of the turn before; round 13, seed 122)."""
 _ASKS_MONEY = re.compile(r"\b(spend|budget)\b", re.I)
 """A voice line asking what the buyer means to spend."""
+_ASKS_USE = re.compile(r"\b(use it for|for you or|someone else)\b", re.I)
+"""A voice line asking what (or whom) the item is for."""
 _SURPRISED = re.compile(r"\b(didn'?t|did not) (realize|know)\b", re.I)
+
+
+def _told(state: NegotiationState) -> list[re.Pattern[str]]:
+    """The questions the buyer has answered unasked: what it means to spend, what it is for."""
+    asked = [(_ASKS_MONEY, state.money_named), (_ASKS_USE, state.use_named)]
+    return [pattern for pattern, named in asked if named]
+
+
 _ANSWERS_QUESTIONS = ("counter", "ack", "dismissed", "haggled")
 """The kinds of reply that answer a question asked beside the turn's offer or reason."""
 
@@ -89,6 +99,7 @@ class SellerWording:
         self.rng = np.random.default_rng(0)
         self.used: set[str] = set()
         self.replied: set[str] = set()  # this episode's replies (none is sent twice)
+        self._let_look = False  # the seller has said yes to a look or an inspection
 
     def begin(
         self,
@@ -101,6 +112,7 @@ class SellerWording:
         self.persona, self.style, self.unfit, self.rng = persona, style, unfit, rng
         self.used = set()
         self.replied = set()
+        self._let_look = False
 
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
@@ -121,18 +133,25 @@ class SellerWording:
             return self._pick("disclosed_again", again)
         state.arguments[cid].voiced = True
         # Not "What are you looking to spend on it?" to a buyer who has just said "My budget
-        # is closer to $600" (blind play round 11, CB seed 101).
-        asks_nothing = (lambda line: not _ASKS_MONEY.search(line)) if state.money_named else None
+        # is closer to $600" (blind play round 11, CB seed 101), nor "What are you going to use
+        # it for?" to one who said it is for its daily commute (round 17, seeds 163-168).
+        told = _told(state)
+        asks_nothing = (lambda line: not any(p.search(line) for p in told)) if told else None
         return self._pick(f"voice:{cid}", options, prefer=asks_nothing)
 
     def _asked_already(self, cid: str, state: NegotiationState) -> bool:
-        """The seller brought ``cid`` up as a question, and saying it again would ask it again.
+        """Every way of bringing ``cid`` up is a question already asked, or already answered.
 
         "Is this for you or for someone else?" after "What are you going to use it for?" was
-        answered ("It would be my daily commuter"; blind play round 16, CB seed 156).
+        answered ("It would be my daily commuter"; blind play round 16, CB seed 156), or after
+        the buyer said so unasked (round 17, seed 165: "I'd be commuting on it daily").
         """
         lines = self.card.concern(cid).voice
-        return state.arguments[cid].voiced and all(line.rstrip().endswith("?") for line in lines)
+        if not all(line.rstrip().endswith("?") for line in lines):
+            return False
+        told = _told(state)
+        answered = all(any(p.search(line) for p in told) for line in lines)
+        return state.arguments[cid].voiced or answered
 
     def _top_concern(self, state: NegotiationState, voiced_too: bool = False) -> str | None:
         """The persona's strongest concern the buyer has not pressed and the seller not voiced.
@@ -254,7 +273,9 @@ class SellerWording:
             parts.append(self._reply("parting", step, state))
         else:  # a counter to an offer
             parts.append(self._counter(step, state))
-        if step.inspection and kind in (*_ANSWERS_QUESTIONS, "agree"):
+        if step.inspection and kind in (*_ANSWERS_QUESTIONS, "agree") and not self._let_look:
+            self._let_look = True  # said once: "Of course, have it checked first" six times
+            # reads as a tic (round 17, CB seed 163, a buyer naming its inspection each turn)
             # "Would you be okay with me having the code read first?" gets a yes, not a price
             # alone (blind play round 16, CB seed 159, asked twice and passed over twice).
             parts.insert(int(first), self._reply("inspection", step, state))

@@ -274,10 +274,10 @@ class SellerWording:
         else:  # a counter to an offer
             parts.append(self._counter(step, state))
         if step.inspection and kind in (*_ANSWERS_QUESTIONS, "agree") and not self._let_look:
-            self._let_look = True  # said once: "Of course, have it checked first" six times
-            # reads as a tic (round 17, CB seed 163, a buyer naming its inspection each turn)
             # "Would you be okay with me having the code read first?" gets a yes, not a price
-            # alone (blind play round 16, CB seed 159, asked twice and passed over twice).
+            # alone (blind play round 16, CB seed 159, asked twice and passed over twice); once:
+            # "Of course, have it checked first" six times reads as a tic (round 17, seed 163).
+            self._let_look = True
             parts.insert(int(first), self._reply("inspection", step, state))
         elif step.item_question and kind in _ANSWERS_QUESTIONS:
             parts.insert(int(first), self._item_answer(step, state))

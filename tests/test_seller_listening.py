@@ -5,7 +5,9 @@
 * A fresh reason made beside one the seller has given all it will for takes the turn's credit.
 * A bare offer per month is no budget reason.
 * A question about the item asked beside an offer gets an answer; a request to have the item
-  checked gets a yes, a question of when to come by an answer (round 16).
+  checked gets a yes (once), a question of when to come by an answer (rounds 16-17).
+* The seller asks nothing the buyer already said, nor its own question twice; a price the buyer
+  turns down is no offer, and a buyer taking its leave is let go (round 17).
 * A rental is not a sale; a reply is not a stitch of fragments ("Okay, so True, ...").
 """
 

@@ -456,7 +456,7 @@ class UtteranceAnalyzer:
         # particulars is far from every task sentence as a whole ("a double charge and an hour
         # wasted on hold are real problems, and your annoyance is a fair response to them" was
         # met with "huh? sorry, i lost you there."; blind play round 17, ED seed 163).
-        on_concern = read is not None and any(c.id in read.leading for c in self.card.concerns)
+        on_concern = read is not None and not read.leading.isdisjoint(read.concerns)
         off_topic = float(sims.max()) < self.off_topic_threshold and not (
             lexical or farewell or on_concern
         )

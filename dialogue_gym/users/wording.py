@@ -103,8 +103,10 @@ class TemplateWording:
         self._pushed = False  # the user was pushed or said no earlier this episode
         self._facts_said: set[str] = set()  # the persona's facts the replies told
         self._unfit: list[re.Pattern[str]] = []  # lines this persona's story rules out
-        self._story_told_once = any(c.situational is not None for c in card.concerns)  # ED
-        self._told_once = frozenset(card.personas.paired)  # facts a reply tells at most once
+        # The facts a reply tells once, as soon as it can: the rest of a story (paired slots),
+        # and the story itself where the user's concerns are met by it (ED's situational ones).
+        situational = any(c.situational is not None for c in card.concerns)
+        self._told_once = (*card.personas.paired, *(("situation",) if situational else ()))
         # Tasks whose users have a story to tell when asked what is going on (ESConv, ED).
         self._tells_story = any("{situation}" in t for t in card.replies.get("inquiry_open", ()))
 
@@ -363,18 +365,13 @@ class TemplateWording:
     ) -> str:
         if self._unfit:  # most personas have none: no work on every pick
             options = tuple(o for o in options if fits(o, self._unfit)) or options
-        if self._told_once:  # the rest of a story: told when a reply can, then never again
-            tells = tuple(o for o in options if self._told_once & set(_SLOT.findall(o)))
-            told = self._told_once & self._facts_said
-            options = (tuple(o for o in options if o not in tells) if told else tells) or options
-        if self._story_told_once:
-            # A speaker whose story is what the listener must hear tells it once, as soon as a
-            # reply can: before that the wordings that tell it, after it the ones that do not
-            # ("it's nice to tell it properly" never before the telling, nor the opening again).
-            telling = tuple(o for o in options if "{situation}" in o)
-            other = tuple(o for o in options if "{situation}" not in o)
-            if telling and other:
-                options = other if self.told else telling
+        for slot in self._told_once:
+            # Before the telling, the wordings that tell it; after it, the ones that do not ("it's
+            # nice to tell it properly" never before the telling, nor the opening again).
+            telling = tuple(o for o in options if f"{{{slot}}}" in o)
+            if telling:
+                told = slot in self._facts_said
+                options = tuple(o for o in options if (o in telling) != told) or options
         if self._tells_story and self._facts_said:
             # A story's fact is told once: wordings that would tell one said already come
             # last ("It's a breakup I really didn't see coming, mostly." after the opening

@@ -12,7 +12,9 @@ since nearly every buyer closes some deal) of:
   replies from a wording set written by a helper session that read only the task brief, the
   concern descriptions and the voice lines (never the card's prototypes, cues or code), frozen
   in ``benchmarks/data/skill_wording/heldout`` before any tuning. ``--wording dev`` uses the
-  second, independent set written the same way (the one to develop against);
+  second, independent set written the same way (the one to develop against); ``--wording
+  dev2`` a third (P4G and CB only), written the same way at stop 58 and first measured before
+  any change it could inform, to see how far tuning on ``dev`` carried to unseen words;
 * on ``CB-hard``, where reasons come with offers, the listener is :class:`WordingBuyer` (the
   scripted buyer giving its reasons in the card's sentences or in the wording set's);
 * the adversary suite's best non-listener (:mod:`dialogue_gym.testing.adversaries`, without the
@@ -59,7 +61,7 @@ USER_SPEAKER = 1
 
 
 def load_wording(card: TaskCard, which: str) -> dict[str, Any]:
-    """The wording set ``which`` (``heldout`` / ``dev``) of ``card``'s task.
+    """The wording set ``which`` (``heldout`` / ``dev`` / ``dev2``) of ``card``'s task.
 
     Raises:
         FileNotFoundError: The task has no such set.
@@ -103,7 +105,7 @@ class WordingListener(ListeningAgent):
     Args:
         card: The task card.
         seed: Default seed.
-        wording: ``"heldout"`` or ``"dev"``.
+        wording: ``"heldout"``, ``"dev"`` or ``"dev2"``.
         answers: ``"wording"`` or ``"card"``.
         encoder: Encoder the listener hears concerns with.
     """
@@ -170,7 +172,7 @@ class WordingBuyer(ScriptedBuyer):
     Args:
         card: The CB task card.
         seed: Default seed.
-        wording: ``"heldout"`` or ``"dev"``.
+        wording: ``"heldout"``, ``"dev"`` or ``"dev2"``.
         answers: ``"wording"`` or ``"card"``.
     """
 
@@ -278,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--encoder", default="minilm")
-    parser.add_argument("--wording", choices=("heldout", "dev"), default="heldout")
+    parser.add_argument("--wording", choices=("heldout", "dev", "dev2"), default="heldout")
     parser.add_argument("--ratio", type=float, default=0.8)
     parser.add_argument("--search", action="store_true", help="include the search attacker")
     args = parser.parse_args(argv)

@@ -15,13 +15,8 @@ from dialogue_gym.cards.card import load_card
 from dialogue_gym.mind.encoders import make_encoder
 from dialogue_gym.users import CognitiveUser
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
-from dialogue_gym.users.concerns import (
-    PARTIAL,
-    RESOLVED,
-    UNRESOLVED,
-    ConcernTracker,
-    arguments_for,
-)
+from dialogue_gym.users.answers import arguments_for
+from dialogue_gym.users.concerns import PARTIAL, RESOLVED, UNRESOLVED, ConcernTracker
 from dialogue_gym.users.decision import DecisionContext, ThresholdDecision
 from dialogue_gym.users.perception import UserPerception
 from dialogue_gym.users.persona import persona_bank

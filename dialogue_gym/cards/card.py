@@ -76,13 +76,13 @@ class Concern:
             plus this bonus, counts as an unlock score. Used where generic replies must not do
             (EmpatheticDialogues: being *accurately* heard).
         answered_with: Concerns whose facts answer this one too while it is under discussion
-            (:func:`~dialogue_gym.users.concerns.answers_focus`; docs/task-cards.md).
+            (:func:`~dialogue_gym.users.answers.answers_focus`; docs/task-cards.md).
         met_by_ask: The task's request itself answers it (ESConv: a coping step offered).
         answered_by_meaning: A situational concern that a turn also answers by meaning while
             it is under discussion, in the listener's own words, when the turn does not tell
             another persona's story (ED: a worry that the feeling is silly is answered by "I
             don't think it's strange at all that it bothers you this much";
-            :func:`~dialogue_gym.users.concerns.answers_focus`).
+            :func:`~dialogue_gym.users.answers.answers_focus`).
     """
 
     id: str

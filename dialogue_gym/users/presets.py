@@ -47,16 +47,16 @@ class UserPreset:
         situation_margin: A situational concern is met only by a turn closer to this user's
             own situation than to any other persona's situation by this margin.
         meaning_threshold: The sentence-level meaning reader's probability at which a turn
-            addresses a concern (:func:`~dialogue_gym.users.concerns.touch_excess`).
+            addresses a concern (:func:`~dialogue_gym.users.answers.touch_excess`).
         focus_threshold: The reader's line for a concern under discussion, when the turn
-            reads likeliest as its answer (:func:`~dialogue_gym.users.concerns.answers_focus`).
+            reads likeliest as its answer (:func:`~dialogue_gym.users.answers.answers_focus`).
         argument_threshold: The reader's probability at which a sentence carries the answer
             to a concern under discussion, so that another topic read best in it is part of
-            that answer (:func:`~dialogue_gym.users.concerns.one_argument`).
+            that answer (:func:`~dialogue_gym.users.answers.one_argument`).
         pushy_threshold: The reader's probability of a pushy ask at which a turn is pressure.
         thorough_credit: The most units of credit one turn earns for the concern under
             discussion, one per sentence that reads as its answer, when the turn is about that
-            concern alone (:func:`~dialogue_gym.users.concerns.arguments_for`); 1 turns it off.
+            concern alone (:func:`~dialogue_gym.users.answers.arguments_for`); 1 turns it off.
     """
 
     name: str

@@ -30,7 +30,7 @@ from dialogue_gym.text.cue_search import any_cue
 from dialogue_gym.text.prices import OfferReading, mask_prices, read_offer
 from dialogue_gym.text.view import text_view
 from dialogue_gym.users.analysis import Perception, UtteranceAnalyzer
-from dialogue_gym.users.concerns import MEANING_SCALE
+from dialogue_gym.users.answers import MEANING_SCALE
 from dialogue_gym.users.meaning import ASKS, split_sentences
 
 __all__ = ["BuyerTurnReader", "SellerPerception", "TurnView", "split_offer"]

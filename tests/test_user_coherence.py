@@ -653,8 +653,15 @@ def test_asked_anything_while_its_worry_is_unanswered_the_user_says_it_again():
     Never again. So it's a no for now.", the player asked what went wrong and got "Good
     question. I'd like steadier orders, I suppose." — a stock answer to another question."""
     env, replies = replay_blind("Merchant-hard", 111, 7, "v12")
-    voice = [line.lower() for line in env.unwrapped.card.concern("past_promo").voice]
-    assert any(line in replies[-1].lower() for line in voice), replies[-1]
+    assert _about_past_promo(env, replies[-1]), replies[-1]
+
+
+def _about_past_promo(env, reply: str) -> bool:
+    """The reply says the flash-deal worry, or what an answer left of it (since round 18 the
+    first answer, at exchange 2, is heard in part: the worry is then said as a reaction)."""
+    concern = env.unwrapped.card.concern("past_promo")
+    lines = (*concern.voice, *concern.ack_partial)
+    return any(line.lower() in reply.lower() for line in lines)
 
 
 @pytest.mark.parametrize("env_id", ["P4G-hard", "Merchant-hard"])
@@ -751,8 +758,7 @@ def test_a_question_about_the_worry_just_said_still_gets_it():
     """The same rule keeps Merchant seed 111's answer: "what went wrong with the flash deal?"
     asks about the worry the no just gave, so the user says it."""
     env, replies = replay_blind("Merchant-hard", 111, 7, "v12")
-    voice = env.unwrapped.card.concern("past_promo").voice
-    assert any(line.lower() in replies[-1].lower() for line in voice), replies[-1]
+    assert _about_past_promo(env, replies[-1]), replies[-1]
 
 
 def test_a_question_that_settles_a_worry_draws_out_the_next():

@@ -59,6 +59,8 @@ class Perception:
             long as you want to keep talking about it."): not a goodbye, unless a parting wish.
         back_reference: It gives its reason by pointing back at what the other side just
             said ("Given that, would you take $980?").
+        anti_cued: The concerns whose anti-pattern cues (harmful wording, not mere closeness)
+            matched the turn.
         story: How close the turn, then each of its sentences, is to this user's own story
             and to the closest other story of the card: one ``(own, other)`` pair per row,
             reference cosine (set by :class:`~dialogue_gym.users.perception.UserPerception`
@@ -85,6 +87,23 @@ class Perception:
     goes_on: bool = False
     back_reference: bool = False
     story: tuple[tuple[float, float], ...] = ()
+    anti_cued: frozenset[str] = frozenset()
+
+    @property
+    def pitch(self) -> bool:
+        """A long opening that asks something: answered, not greeted back.
+
+        Not "Not bad, thanks. What's this about?" to a pitch that said what it is about.
+        """
+        return self.question and self.words > PITCH_WORDS
+
+    @property
+    def only_acknowledges(self) -> bool:
+        """It acknowledges what the user said and does nothing more (no reason, ask or question)."""
+        if self.meaning is None or self.ask or self.question:
+            return False
+        leading = self.meaning.leading
+        return "acknowledge" in leading and leading.isdisjoint(self.meaning.concerns)
 
     def addressing(self, concern_id: str) -> float:
         """The probability that the turn answers ``concern_id`` by meaning (0 without a reader)."""
@@ -95,6 +114,8 @@ class Perception:
         return 0.0 if self.meaning is None else self.meaning.acts.get(name, 0.0)
 
 
+PITCH_WORDS = 15
+"""An opening longer than this that asks a question is a pitch, not a greeting."""
 ASK_LINE, CLOSING_ASK_LINE = 0.5, 0.3
 """A turn asks when a sentence reads as an ask with this probability, or with the lower one
 when the ask is the likeliest reading of the turn's last sentence, where people put their
@@ -418,6 +439,7 @@ class UtteranceAnalyzer:
         appeals, answered = self._appeals(view)
         unlock: dict[str, float] = {}
         anti: dict[str, float] = {}
+        anti_cued: set[str] = set()
         for index, concern in enumerate(self.card.concerns):
             if self.scoring == "centroid":
                 u = float(meaning[index])
@@ -428,6 +450,7 @@ class UtteranceAnalyzer:
                 u += self.cue_bonus
             if cues.any(concern.anti_cues):
                 a += self.cue_bonus
+                anti_cued.add(concern.id)
             unlock[concern.id] = u
             anti[concern.id] = a
         domain = float(sims[self._slices[("domain", "")]].max())
@@ -481,6 +504,7 @@ class UtteranceAnalyzer:
             parting=bool(sentences) and bool(_PARTING.search(sentences[-1])),
             goes_on=bool(sentences) and bool(_GO_ON.search(sentences[-1])),
             back_reference=bool(_BACK_REFERENCE.search(view)),
+            anti_cued=frozenset(anti_cued),
         )
 
     def _appeals(self, view: str) -> tuple[frozenset[str], frozenset[str]]:

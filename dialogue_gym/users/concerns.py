@@ -20,7 +20,7 @@ import numpy as np
 from dialogue_gym.cards.card import TaskCard
 from dialogue_gym.mind.encoders import Encoder
 from dialogue_gym.users.analysis import Perception
-from dialogue_gym.users.answers import arguments_for, one_argument, touch_excess
+from dialogue_gym.users.answers import arguments_for, one_argument, reads_in_a_part, touch_excess
 from dialogue_gym.users.persona import Persona
 from dialogue_gym.users.presets import UserPreset
 
@@ -87,6 +87,10 @@ class ConcernTracking(Protocol):
 
     def top(self, unvoiced_only: bool = False) -> str | None:
         """The strongest concern not resolved (not voiced yet, with ``unvoiced_only``)."""
+        ...
+
+    def under_discussion(self) -> list[str]:
+        """The worries in focus the user said and that are still open (met by reasons)."""
         ...
 
     def blocking(self) -> list[str]:
@@ -171,6 +175,21 @@ class ConcernTracker:
         self.focus = frozenset((*self.voiced_now, *open_now))
         self.voiced_now = []
         self.addressed_now = []
+
+    def under_discussion(self) -> list[str]:
+        """The worries in focus the user said and that are still open, in the card's order.
+
+        Worries about the user's own story are left out: those are met by listening, and an
+        acknowledgement of the story can already be that (see :mod:`dialogue_gym.users.answers`).
+        """
+        return [
+            cid
+            for cid, state in self.states.items()
+            if cid in self.focus
+            and state.voiced
+            and state.status != RESOLVED
+            and self.card.concern(cid).situational is None
+        ]
 
     def resolved(self) -> set[str]:
         """The ids of the resolved concerns."""
@@ -315,13 +334,41 @@ class ConcernTracker:
                 # helping anyone" (blind play round 9, P4G seed 84). A turn the meaning reader
                 # reads as an answer to the concern is not one.
                 and p.addressing(cid) < preset.meaning_threshold
+                # A polite ask is near every anti-pattern of a task about giving ("Would you
+                # like to make a small donation? Just type an amount here if so." read 0.66 as
+                # asking for card details): inside one, only the harmful words themselves hit.
+                and (cid in p.anti_cued or not p.ask or pressure)
             ):
                 c.progress = max(0.0, c.progress - 1.0)
                 costs.append((preset.anti_penalty, 0.1))
                 events.append(f"anti:{cid}")
+        aside = self._aside(p, topics, heard) if not repetition else None
+        if aside is not None:
+            # One more worry plainly answered in a sentence of its own beside the answer to
+            # the one under discussion is heard, in part: told "... it's deducted from your
+            # payment. No card, sign-up, forms or email", the user does not then say it would
+            # not want to enter its card details (blind play round 18, P4G seed 173).
+            self.states[aside].progress += share * preset.proactive_credit / 2
+            events += [f"addressed:{aside}", f"proactive:{aside}"]
         if p.ask and not pressure and not repetition:
             reasoned = self._credit_ask(events) or reasoned
         return reasoned, costs
+
+    def _aside(self, p: Perception, topics: list[str], heard: list[str]) -> str | None:
+        """The one worry not said yet that a turn answering the heard worry plainly answers too."""
+        if len(topics) != 1 or topics[0] not in heard or p.meaning is None:
+            return None
+        readable = [c.id for c in self.card.concerns if c.situational is None]
+        plain = [
+            cid
+            for cid in readable
+            if cid in self.states
+            and cid != topics[0]
+            and not self.states[cid].voiced
+            and self.states[cid].status != RESOLVED
+            and reads_in_a_part(p, cid, readable, self.preset)
+        ]
+        return plain[0] if len(plain) == 1 else None
 
     def _credit_ask(self, events: list[str]) -> bool:
         """Credits the worries the request itself meets (:attr:`Concern.met_by_ask`).

@@ -168,9 +168,12 @@ FILLERS = frozenset({"neutral", "inquiry_open", "greeting", "farewell", "repetit
 CONCEDING = frozenset({"agree", "positive", "resolved"})
 """Reply kinds that give ground: a persona's closer ("No offense.", "We'll see.", "If that's
 true.") hedges a doubt and would contradict them ("$0.25 it is. We'll see.")."""
-OPENING_ONLY = re.compile(r"\b(from the start|before we get into it)\b", re.I)
-"""Lead-ins that fit only a first reply ("Before we get into it:" at the third exchange;
-blind play round 13, P4G seeds 121, 126)."""
+OPENING_ONLY = re.compile(
+    r"\b(from the start|before we get into it|should mention first|doing fine, thanks)\b", re.I
+)
+"""Lines that fit only a first reply ("Before we get into it:" at the third exchange; blind play
+round 13, P4G seeds 121, 126; "There's something I should mention first." at the fifth and "I'm
+doing fine, thanks. What's on your mind?" at the third: round 18, P4G seeds 170, 175)."""
 TURNS_AWAY = frozenset({"refuse", "refuse_concern", "pushback", "pushback_ask"})
 """Reply kinds that say no: after an acknowledgement they follow a "But"."""
 AGREES = re.compile(r"\W*(yeah|yes|right|exactly|mm-hm|that'?s (it|exactly))\b", re.I)

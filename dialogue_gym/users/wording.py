@@ -50,10 +50,6 @@ _FIT = 0.05
 fit it equally well."""
 
 
-PITCH_WORDS = 15
-"""An opening longer than this that asks a question is a pitch, not a greeting."""
-
-
 class ReplyWriter(Protocol):
     """Words the simulated user's replies (the wording component of a cognitive user)."""
 
@@ -100,6 +96,7 @@ class TemplateWording:
         self._asked = False  # the turn being answered asked the user something
         self._says_no = False  # the reply being styled turns the system down
         self._asked_politely = False  # the turn being answered asked without pushing
+        self._credited: set[str] = set()  # the concerns the turn being answered addressed
         self._pushed = False  # the user was pushed or said no earlier this episode
         self._facts_said: set[str] = set()  # the persona's facts the replies told
         self._unfit: list[re.Pattern[str]] = []  # lines this persona's story rules out
@@ -145,6 +142,7 @@ class TemplateWording:
         self._asked = p.question  # "Thanks for asking." only thanks a question
         self._says_no = False  # the reply turns the system down (a sign-off may end it)
         self._asked_politely = p.ask and "pressure" not in events
+        self._credited = {e.partition(":")[2] for e in events if e.startswith("addressed:")}
 
         def say(key: str, concern: str | None = None, story: bool = False) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
@@ -160,8 +158,11 @@ class TemplateWording:
                 fits = lambda t: (  # noqa: E731 - a filter for _pick
                     (first is None or first(t)) and opening(t).lower() not in said
                 )
-            template = self._pick(key, replies[key], fits)
             concern = concern or self._top_concern()
+            if key == "inquiry_concern" and concern and self._unasked(concern):
+                parts.append(self._voice(concern))  # a reaction, not "Since you ask, okay, ..."
+                return
+            template = self._pick(key, replies[key], fits)
             voice = ""
             if "{concern_voice}" in template and concern:
                 if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
@@ -278,7 +279,7 @@ class TemplateWording:
                 say("agree")  # decided without being asked (decision_trigger = "any")
             elif "farewell" in events and not parts:
                 say("farewell")  # the system is backing off: the user closes, not "go on"
-            elif p.greeting and exchange <= 1 and not parts and not self._pitched(p):
+            elif p.greeting and exchange <= 1 and not parts and not p.pitch:
                 say("greeting")  # people answer "how are you?" before raising concerns
             elif p.question and not parts:
                 top = self._top_concern()
@@ -323,13 +324,13 @@ class TemplateWording:
                     top is not None
                     and state is not None
                     and not said_just_now
-                    and (probed or (state.voiced and state.progress < 1e-9))
+                    and (probed or state.voiced)
                     and self.card.concern(top).voice
                 ):
                     # The worry again, in other words: probed, or asked anything while the
-                    # worry it said is still unanswered ("what went wrong with the flash deal?"
-                    # got "Good question. I'd like steadier orders, I suppose."; blind play
-                    # round 12, Merchant seed 111).
+                    # worry it said is still open (what is left of it, once answered in part;
+                    # "what went wrong with the flash deal?" got "Good question. I'd like steadier
+                    # orders, I suppose."; blind play round 12, Merchant seed 111).
                     parts.append(self._voice(top))
                     keys.append("voice")
                 elif top is None and probed and "nothing_left" in replies:
@@ -345,20 +346,16 @@ class TemplateWording:
                 say("greeting")
             elif stance == "refused" and any(e.startswith("anti:") for e in events):
                 say("pushback")
+            elif not parts and p.only_acknowledges and (held := self.tracker.under_discussion()):
+                # An acknowledgement invites more of the worry, kept under discussion (dev2).
+                parts.append(self._voice(held[0]))
+                keys.append("voice")
             elif not parts:
                 say("positive" if stance == "positive" else "neutral")
         link_refusal(parts, keys)
         self._says_no = any(key in TURNS_AWAY for key in keys[:2])
         self._pushed = self._pushed or pushed or self._says_no
         return self._unrepeated(" ".join(parts[:2]), keys[0] if keys else "neutral")
-
-    @staticmethod
-    def _pitched(p: Perception) -> bool:
-        """A long opening that asks something (a pitch) is answered, not greeted back.
-
-        Not "Not bad, thanks. What's this about?" to a pitch that said what it is about.
-        """
-        return p.question and p.words > PITCH_WORDS
 
     def _pick(
         self, key: str, options: tuple[str, ...], prefer: Callable[[str], object] | None = None
@@ -398,7 +395,8 @@ class TemplateWording:
         """
         concern = self.card.concern(cid)
         reactions = concern.ack_partial
-        answered = self.tracker.voice(cid) and reactions
+        unasked = self._unasked(cid)  # before voice() marks it said
+        answered = (self.tracker.voice(cid) or unasked) and reactions
         if answered and reservation:
             unsaid_lines = (reactions[i] for i in unsaid(self.used, f"partial:{cid}", reactions))
             if not any(RESERVATION.search(line) for line in unsaid_lines):
@@ -410,8 +408,13 @@ class TemplateWording:
             # 15, P4G seed 144, replayed).
             keep = RESERVATION.search if reservation else None
             worry = self._rows(concern.voice)
-            return self._react(cid, f"partial:{cid}", reactions, keep, anchor=worry)
+            return self._fill(self._react(cid, f"partial:{cid}", reactions, keep, anchor=worry))
         return self._pick(f"voice:{cid}", concern.voice, self._fair_to_asker(cid))
+
+    def _unasked(self, cid: str) -> bool:
+        """Answered in part unasked before: said, it is what is left (round 18, P4G seed 173)."""
+        state, earlier = self.tracker.states[cid], cid not in self._credited
+        return not state.voiced and state.progress > 1e-9 and earlier and not self._tells_story
 
     def _fair_to_asker(self, cid: str) -> Callable[[str], object] | None:
         """After a polite ask, prefer lines of the pressure worry that accuse nobody."""

@@ -9,6 +9,8 @@
 * The seller asks nothing the buyer already said, nor its own question twice; a price the buyer
   turns down is no offer, and a buyer taking its leave is let go (round 17).
 * A rental is not a sale; a reply is not a stitch of fragments ("Okay, so True, ...").
+* A question about the item's condition asks about the flaw; it argues nothing, so nothing is
+  set aside (round 18, seed 170: "the price already takes it into account" to a question).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_seller_reading as reading
+from blind_replay import replay_blind
 
 import dialogue_gym
 from dialogue_gym.cards.card import Style
@@ -442,3 +445,10 @@ def test_a_buyer_who_passes_at_the_price_is_let_go_not_sold_to(card, make_seller
         assert seller.negotiation.deal_price is None
         heads = [line.split("{price}")[0].strip().lower() for line in parting]
         assert any(head and head in turn.text.lower() for head in heads), turn.text
+
+
+def test_a_question_about_the_condition_argues_nothing() -> None:
+    env, replies = replay_blind("CB-hard", 170, 2, "v18")
+    assert "already takes it into account" not in replies[1], replies[1]
+    assert "tires" in replies[1]  # the flaw, disclosed as asked
+    assert env.unwrapped.user.negotiation.arguments["condition"].progress == 0

@@ -17,6 +17,8 @@ Round 18 and the third independent wording set (``dev2``):
 * One more worry plainly answered beside the answer to the one under discussion is heard in
   part, and the user does not raise it afresh (round 18, P4G seed 173).
 * A courier's replies never presuppose another vehicle than its own (round 18, seed 174).
+* An ED speaker does not close in the reply that tells more of its story: it waits to be heard
+  (round 18, seeds 171, 172, 176, 179).
 """
 
 from __future__ import annotations
@@ -130,3 +132,13 @@ def test_courier_replies_fit_the_couriers_vehicle() -> None:
     assert not fits("Is there anywhere to charge out there? My battery won't make it.", car)
     bike = [line for r in rules if r.applies({"vehicle": "bicycle"}) for line in r.lines]
     assert not fits("By the time I've paid for fuel, there's not much left.", bike)
+
+
+def test_a_speaker_waits_to_be_heard_before_it_closes() -> None:
+    env, replies = replay_blind("ED-hard", 171, 3, "v18")
+    rest = env.unwrapped.user.persona.facts["rest"].lower()
+    assert rest in replies[2].lower()  # the rest of the story, told at the third exchange ...
+    assert env.agents, replies[2]  # ... and the episode goes on
+    assert env.unwrapped.user.decision != "agree"
+    *_, infos = env.step({"system": "A pitying smile on top of it. That would sting anyone."})
+    assert infos["system"]["success"], env.unwrapped.history[-1][1]

@@ -377,6 +377,10 @@ class CognitiveUser:
         if justified:
             self.rational_decision = stance  # an unreasoned concession is not the rational path
         text = self.wording.reply(p, events, stance, repetition, self.exchange, self.asks)
+        # A speaker that just told more of its story waits to be heard before it closes.
+        drafter = getattr(self.wording, "drafts", self.wording)
+        if stance == "agree" and getattr(drafter, "held_close", False):
+            stance = self.decision = self.rational_decision = "positive"
         self.asked_back = "?" in text
         events += [f"voiced:{cid}" for cid in dict.fromkeys(self.tracker.voiced_now)]
         resolved = self.tracker.resolved() - before

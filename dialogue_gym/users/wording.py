@@ -97,6 +97,7 @@ class TemplateWording:
         self._says_no = False  # the reply being styled turns the system down
         self._asked_politely = False  # the turn being answered asked without pushing
         self._credited: set[str] = set()  # the concerns the turn being answered addressed
+        self.held_close = False  # the reply held back a close to tell more of its story
         self._pushed = False  # the user was pushed or said no earlier this episode
         self._facts_said: set[str] = set()  # the persona's facts the replies told
         self._unfit: list[re.Pattern[str]] = []  # lines this persona's story rules out
@@ -143,6 +144,7 @@ class TemplateWording:
         self._says_no = False  # the reply turns the system down (a sign-off may end it)
         self._asked_politely = p.ask and "pressure" not in events
         self._credited = {e.partition(":")[2] for e in events if e.startswith("addressed:")}
+        told, self.held_close = set(self._facts_said), False
 
         def say(key: str, concern: str | None = None, story: bool = False) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
@@ -152,8 +154,7 @@ class TemplateWording:
             if story:
                 fits = lambda t: "{situation}" in t  # noqa: E731 - a filter for _pick
             if parts:
-                # Never a line that opens as a part already said does ("Thanks for letting me
-                # get that out. ... Thanks for letting me get that out. I feel so much better").
+                # Never a line that opens as a part already said does (a thanks twice).
                 said, first = " ".join(parts).lower(), fits
                 fits = lambda t: (  # noqa: E731 - a filter for _pick
                     (first is None or first(t)) and opening(t).lower() not in said
@@ -167,9 +168,8 @@ class TemplateWording:
             if "{concern_voice}" in template and concern:
                 if key == "inquiry_concern" and not self.tracker.states[concern].voiced:
                     events.append(f"probed:{concern}")  # an open question drew it out
-                # Inside a no, a worry answered in part is what the answer left open ("No.
-                # Maybe, but I'd still be the one stuck with the admin."), never a warm
-                # reaction that contradicts the no ("... Huh. That's something I could do.").
+                # Inside a no, a worry answered in part is what the answer left open ("No. Maybe,
+                # but I'd still be stuck with the admin."), never a warm reaction.
                 voice = self._voice(concern, reservation=key in TURNS_AWAY)
                 if re.search(r",\s*\{concern_voice\}", template) and not re.match(r"I\b", voice):
                     voice = voice[:1].lower() + voice[1:]  # "Since you ask, after your cut ..."
@@ -177,9 +177,7 @@ class TemplateWording:
 
         reacted = None  # the concern this reply reacts to an answer to
         # A no for the worry the reply reacts to says what the answer left open, never a warm
-        # reaction and then the worry as if unanswered ("Huh, if it really adds up with
-        # everyone else's, maybe it's not nothing. But I just don't see what a dollar is going
-        # to do."; blind play round 15, P4G seed 143).
+        # reaction, then the worry as if unanswered (blind play round 15, P4G seed 143).
         pushed = "pressure" in events
         refusing = p.ask and stance not in ("agree", "positive") and not (pushed and asks > 1)
         no_for = refusal_reason(self.tracker, self.card, pushed) if refusing else None
@@ -276,7 +274,9 @@ class TemplateWording:
                 else:
                     say("refuse")
             elif stance == "agree":
-                say("agree")  # decided without being asked (decision_trigger = "any")
+                # Not in the breath that tells more of the story: it waits to be heard.
+                self.held_close = bool((self._facts_said - told) & set(self._told_once))
+                say("positive" if self.held_close else "agree")
             elif "farewell" in events and not parts:
                 say("farewell")  # the system is backing off: the user closes, not "go on"
             elif p.greeting and exchange <= 1 and not parts and not p.pitch:
@@ -312,10 +312,9 @@ class TemplateWording:
                     and state.progress > 1e-9
                     and (unvoiced or probed)
                 ):
-                    # Asked what's on its mind while its worry is answered in part, the
-                    # user says what is still missing ("I want to believe that. It's
-                    # hard, but maybe."), not "There's something I should mention
-                    # first." before a reaction to an answer.
+                    # Asked what's on its mind while its worry is answered in part, the user
+                    # says what is still missing ("I want to believe that. It's hard, but
+                    # maybe."), not "There's something I should mention first."
                     parts.append(self._voice(top, reservation=True))
                     keys.append("partial")
                 elif unvoiced and not said_just_now:
@@ -324,13 +323,13 @@ class TemplateWording:
                     top is not None
                     and state is not None
                     and not said_just_now
-                    and (probed or state.voiced)
+                    and (probed or (state.voiced and not (self._tells_story and state.progress)))
                     and self.card.concern(top).voice
                 ):
-                    # The worry again, in other words: probed, or asked anything while the
-                    # worry it said is still open (what is left of it, once answered in part;
-                    # "what went wrong with the flash deal?" got "Good question. I'd like steadier
-                    # orders, I suppose."; blind play round 12, Merchant seed 111).
+                    # The worry again: probed, or asked anything while the worry it said is open
+                    # (what is left of it, if answered in part; a story's teller tells its story)
+                    # — "what went wrong with the flash deal?" got "Good question. I'd like
+                    # steadier orders, I suppose." (blind play round 12, Merchant seed 111).
                     parts.append(self._voice(top))
                     keys.append("voice")
                 elif top is None and probed and "nothing_left" in replies:

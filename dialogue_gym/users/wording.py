@@ -289,6 +289,7 @@ class TemplateWording:
                 # which one still does, not "Kind of, yeah. I've given here and there." (blind
                 # play round 10, P4G seed 90).
                 probed = p.meaning is not None and "probe" in p.meaning.leading
+                real_question = "?" in p.view and not self._tells_story  # a "?", not "When I ..."
                 # A user with a story (ESConv, ED) asked about something else right after
                 # saying a worry answers the question ("What's been going on?" got the cost of
                 # therapy twice in a row; round 13, ESConv 121-123); asked about the worry, it
@@ -323,13 +324,13 @@ class TemplateWording:
                     top is not None
                     and state is not None
                     and not said_just_now
-                    and (probed or (state.voiced and not (self._tells_story and state.progress)))
+                    and (probed or (state.voiced and (not state.progress or real_question)))
                     and self.card.concern(top).voice
                 ):
                     # The worry again: probed, or asked anything while the worry it said is open
-                    # (what is left of it, if answered in part; a story's teller tells its story)
-                    # — "what went wrong with the flash deal?" got "Good question. I'd like
-                    # steadier orders, I suppose." (blind play round 12, Merchant seed 111).
+                    # (what is left of it, if answered in part and asked a real question; a
+                    # story's teller tells its story) — "what went wrong with the flash deal?" got
+                    # "Good question. I'd like steadier orders, I suppose." (round 12, Merchant).
                     parts.append(self._voice(top))
                     keys.append("voice")
                 elif top is None and probed and "nothing_left" in replies:

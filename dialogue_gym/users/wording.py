@@ -144,7 +144,7 @@ class TemplateWording:
         self._says_no = False  # the reply turns the system down (a sign-off may end it)
         self._asked_politely = p.ask and "pressure" not in events
         self._credited = {e.partition(":")[2] for e in events if e.startswith("addressed:")}
-        told, self.held_close = set(self._facts_said), False
+        facts_before, self.held_close = set(self._facts_said), False
 
         def say(key: str, concern: str | None = None, story: bool = False) -> None:
             if key not in replies:  # optional kinds (farewell) fall back to a neutral reply
@@ -275,7 +275,7 @@ class TemplateWording:
                     say("refuse")
             elif stance == "agree":
                 # Not in the breath that tells more of the story: it waits to be heard.
-                self.held_close = bool((self._facts_said - told) & set(self._told_once))
+                self.held_close = bool((self._facts_said - facts_before) & set(self._told_once))
                 say("positive" if self.held_close else "agree")
             elif "farewell" in events and not parts:
                 say("farewell")  # the system is backing off: the user closes, not "go on"

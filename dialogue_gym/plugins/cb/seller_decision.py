@@ -27,12 +27,8 @@ from dialogue_gym.users.meaning import split_sentences
 __all__ = ["SellerDecision", "SellerDecisionRule"]
 
 
-_CARRIES = 0.3
-"""A sentence's likeliest concern at this probability is what it is about (the users' line)."""
-
-
-def _stated(p: Perception) -> frozenset[str]:
-    """What the turn's sentences read as, less what only its questions do.
+def _stated(p: Perception, line: float) -> frozenset[str]:
+    """What the turn's sentences read as at the reader's ``line``, less what only its questions do.
 
     "How is the car's condition: any wear, damage or repairs I should know about?" asks about
     the flaw; it does not argue it (blind play round 18, CB seed 170: the seller set aside a
@@ -40,14 +36,12 @@ def _stated(p: Perception) -> frozenset[str]:
     """
     if p.meaning is None:
         return frozenset()
-    rows, sentences = p.meaning.per_sentence, split_sentences(p.view)
-    if len(rows) != len(sentences):
-        return p.meaning.leading
     asked: set[str] = set()
     said: set[str] = set()
-    for sentence, row in zip(sentences, rows, strict=True):
+    # One row per sentence of the view (the analyzer reads the same split).
+    for sentence, row in zip(split_sentences(p.view), p.meaning.per_sentence, strict=True):
         top = max(row, key=row.__getitem__) if row else None
-        if top is not None and row[top] >= _CARRIES:
+        if top is not None and row[top] >= line:
             (asked if sentence.rstrip().endswith("?") else said).add(top)
     return p.meaning.leading - (asked - said)
 
@@ -180,7 +174,7 @@ class SellerDecision:
         # A question about the item is an inquiry, not an argument ("any scratches?"), unless
         # a sentence of it states a reason ("At 82% the battery needs replacing soon. Does it
         # come with a charger?").
-        states_reason = bool(_stated(p) & set(state.arguments))
+        states_reason = bool(_stated(p, preset.meaning_threshold) & set(state.arguments))
         inquiry = p.question and not bargaining and not states_reason
         # A goodbye argues nothing ("Good luck with the sale" is no point about the market).
         gain = 0.0 if repetition or inquiry or step.parting else self._credit(state, p, step)
